@@ -1,0 +1,65 @@
+"""Type stubs of the native module built from ``rust/python``."""
+
+from collections.abc import Sequence
+from os import PathLike
+from typing import Any, Literal, Protocol, final
+
+class _ArrowStream(Protocol):
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+
+class _ArrowArray(Protocol):
+    def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]: ...
+
+StrPath = str | PathLike[str]
+Source = StrPath | Sequence[StrPath]
+
+__version__: str
+
+@final
+class Scan:
+    """A planned scan: pruned down to the pages that can match, read on demand.
+
+    The rows are consumed once, through ``__arrow_c_stream__`` or ``to_arrow()``.
+    """
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def __arrow_c_schema__(self) -> object: ...
+    def to_arrow(self) -> Any: ...
+    def explain(self) -> str: ...
+    def metrics(self) -> dict[str, int]: ...
+
+@final
+class FileMetadata:
+    """The parsed footer of one Parquet file."""
+
+    path: str
+    num_rows: int
+    num_row_groups: int
+    created_by: str | None
+    def __arrow_c_schema__(self) -> object: ...
+    def key_value_metadata(self) -> dict[str, str]: ...
+    def row_groups(self) -> Any: ...
+    def columns(self) -> Any: ...
+    def pages(self) -> Any: ...
+
+def scan(
+    source: Source,
+    where: str | None = None,
+    columns: Sequence[str] | None = None,
+    batch_size: int = 65536,
+    threads: int | None = None,
+) -> Scan: ...
+def read_metadata(path: StrPath) -> FileMetadata: ...
+def write(
+    data: _ArrowStream | _ArrowArray,
+    path: StrPath,
+    *,
+    row_group_size: int | None = None,
+    page_row_limit: int | None = None,
+    bloom_filter_columns: Sequence[str] | None = None,
+    bloom_filter_fpp: float = 0.01,
+    compression: Literal["uncompressed", "snappy", "zstd", "lz4", "gzip"] = "zstd",
+) -> None: ...
+def metadata_cache_info() -> dict[str, int]: ...
+def set_metadata_cache_capacity(capacity_bytes: int) -> None: ...
+def clear_metadata_cache() -> None: ...

@@ -1,0 +1,124 @@
+//! One error type for the core. Each variant maps to one Python exception class, so the
+//! variant says what kind of problem it is, and the message says which file and why.
+
+use parquet::errors::ParquetError;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A path named by the caller does not exist.
+    #[error("{path}: no such file or directory")]
+    NotFound { path: String },
+
+    /// The file is not Parquet, or its footer, page index, bloom filter or pages are damaged.
+    #[error("{path}: {reason}")]
+    InvalidFile { path: String, reason: String },
+
+    /// The predicate cannot be parsed or bound to the schema.
+    #[error("{0}")]
+    Predicate(String),
+
+    /// Valid input that is not supported.
+    #[error("{0}")]
+    Unsupported(String),
+
+    /// The source cannot be read as loose Parquet files.
+    #[error("{0}")]
+    Source(String),
+
+    /// A file's identity differs from the one recorded when the scan was planned.
+    #[error("{path}: file changed since the scan was planned ({what})")]
+    FileChanged { path: String, what: String },
+
+    /// Storage failed for a reason other than a missing file.
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A Parquet error with no file to attribute it to (writing, mostly).
+    #[error("parquet: {0}")]
+    Parquet(#[from] ParquetError),
+
+    /// An Arrow error with no file to attribute it to.
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+
+    /// The caller asked the work to stop.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl Error {
+    pub fn predicate(msg: impl Into<String>) -> Self {
+        Error::Predicate(msg.into())
+    }
+
+    pub fn unsupported(msg: impl Into<String>) -> Self {
+        Error::Unsupported(msg.into())
+    }
+
+    pub fn invalid_file(path: &str, reason: impl Into<String>) -> Self {
+        Error::InvalidFile {
+            path: path.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// An I/O error on `path`, with a missing file told apart from other failures.
+    pub fn io(path: &str, source: std::io::Error) -> Self {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            Error::NotFound {
+                path: path.to_string(),
+            }
+        } else {
+            Error::Io {
+                path: path.to_string(),
+                source,
+            }
+        }
+    }
+
+    /// Attribute a Parquet or Arrow failure to the file being read: while reading, such a
+    /// failure means the bytes on disk are not what the footer promised.
+    pub fn in_file(self, path: &str) -> Self {
+        match self {
+            Error::Parquet(ParquetError::External(e)) => match e.downcast::<Error>() {
+                Ok(inner) => inner.in_file(path),
+                Err(e) => Error::invalid_file(path, e.to_string()),
+            },
+            Error::Parquet(e) => Error::invalid_file(path, e.to_string()),
+            Error::Arrow(arrow_schema::ArrowError::ExternalError(e)) => {
+                match e.downcast::<Error>() {
+                    Ok(inner) => inner.in_file(path),
+                    Err(e) => Error::invalid_file(path, e.to_string()),
+                }
+            }
+            Error::Arrow(arrow_schema::ArrowError::ParquetError(msg)) => {
+                Error::invalid_file(path, msg)
+            }
+            other => other,
+        }
+    }
+}
+
+impl From<Error> for arrow_schema::ArrowError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Arrow(e) => e,
+            other => arrow_schema::ArrowError::ExternalError(Box::new(other)),
+        }
+    }
+}
+
+impl From<Error> for ParquetError {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Parquet(e) => e,
+            other => ParquetError::External(Box::new(other)),
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! Bringing a literal into a column's domain, exactly.
+//!
+//! A literal either is a value of the column's type (`Exact`) or lies strictly between two
+//! neighbouring values of it (`Between`), which is how `int_col < 2.5` becomes
+//! `int_col <= 2` and `int8_col = 1000` becomes "never, unless NULL". No cast ever rounds
+//! a comparison into a different answer.
+
+use crate::error::{Error, Result};
+use crate::predicate::sql::{describe, Literal};
+use crate::predicate::time::{self, NS_PER_DAY};
+use crate::predicate::value::{Domain, IntKind, Value};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Coerced {
+    Exact(Value),
+    /// The literal lies strictly between `lo` and `hi`, the nearest values of the domain
+    /// below and above it (`None` when there is none on that side).
+    Between {
+        lo: Option<Value>,
+        hi: Option<Value>,
+    },
+}
+
+/// An exact rational number `num / den` with `den > 0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rational {
+    pub num: i128,
+    pub den: i128,
+}
+
+impl Rational {
+    /// Round half away from zero, as DuckDB casts decimals to integers.
+    pub fn round_half_away(&self) -> Option<i128> {
+        let q = self.num / self.den;
+        let r = self.num % self.den;
+        if r.checked_abs()?.checked_mul(2)? >= self.den {
+            Some(q + self.num.signum())
+        } else {
+            Some(q)
+        }
+    }
+
+    /// `round(self * 10^scale)`, half away from zero.
+    pub fn rescale_round(&self, scale: i8) -> Option<i128> {
+        let (n, d) = scale_factor(scale)?;
+        Rational {
+            num: self.num.checked_mul(n)?,
+            den: self.den.checked_mul(d)?,
+        }
+        .round_half_away()
+    }
+
+    /// `floor(self * mul_num / mul_den)` and whether it is exact; `None` on overflow.
+    fn scaled_floor(&self, mul_num: i128, mul_den: i128) -> Option<(i128, bool)> {
+        let num = self.num.checked_mul(mul_num)?;
+        let den = self.den.checked_mul(mul_den)?;
+        Some((num.div_euclid(den), num.rem_euclid(den) == 0))
+    }
+}
+
+fn scale_factor(scale: i8) -> Option<(i128, i128)> {
+    let p = 10i128.checked_pow(u32::from(scale.unsigned_abs()))?;
+    Some(if scale >= 0 { (p, 1) } else { (1, p) })
+}
+
+/// Parse a SQL number (`-12.50`, `1e3`, `.5`) exactly; `None` if it is not a number or does
+/// not fit in 38 digits.
+pub fn parse_number(s: &str) -> Option<Rational> {
+    let s = s.trim();
+    let (neg, s) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let (mantissa, exp) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let (int_part, frac_part) = match mantissa.find('.') {
+        Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
+        None => (mantissa, ""),
+    };
+    if int_part.is_empty() && frac_part.is_empty() {
+        return None;
+    }
+    let mut num: i128 = 0;
+    for c in int_part.bytes().chain(frac_part.bytes()) {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        num = num.checked_mul(10)?.checked_add(i128::from(c - b'0'))?;
+    }
+    let exp10 = exp.checked_sub(frac_part.len() as i32)?;
+    let (num, den) = if exp10 >= 0 {
+        (num.checked_mul(10i128.checked_pow(exp10 as u32)?)?, 1)
+    } else {
+        (num, 10i128.checked_pow(exp10.unsigned_abs())?)
+    };
+    Some(Rational {
+        num: if neg { -num } else { num },
+        den,
+    })
+}
+
+pub fn format_decimal(unscaled: i128, scale: i8) -> String {
+    if scale <= 0 {
+        return format!("{unscaled}{}", "0".repeat(scale.unsigned_abs() as usize));
+    }
+    let s = unscaled.unsigned_abs().to_string();
+    let scale = scale as usize;
+    let padded = format!("{s:0>width$}", width = scale + 1);
+    let (i, f) = padded.split_at(padded.len() - scale);
+    format!("{}{i}.{f}", if unscaled < 0 { "-" } else { "" })
+}
+
+/// Bring `lit` into `domain`; `column` names the column in error messages.
+pub fn coerce(lit: &Literal, domain: Domain, column: &str) -> Result<Coerced> {
+    let wrong = || {
+        Error::predicate(format!(
+            "cannot compare column {column} ({}) with {}",
+            domain_name(domain),
+            describe(lit)
+        ))
+    };
+    match domain {
+        Domain::Bool => match lit {
+            Literal::Bool(b) => Ok(Coerced::Exact(Value::Bool(*b))),
+            Literal::Str(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "true" | "t" | "1" => Ok(Coerced::Exact(Value::Bool(true))),
+                "false" | "f" | "0" => Ok(Coerced::Exact(Value::Bool(false))),
+                _ => Err(wrong()),
+            },
+            _ => Err(wrong()),
+        },
+        Domain::Float32 | Domain::Float64 => {
+            let f = match lit {
+                Literal::Number(n) => n.parse::<f64>().map_err(|_| wrong())?,
+                Literal::Float(f) => *f,
+                Literal::Str(s) => {
+                    crate::predicate::sql::cast_literal(Literal::Str(s.clone()), crate::predicate::sql::SqlType::Float64)
+                        .ok()
+                        .and_then(|l| match l {
+                            Literal::Float(f) => Some(f),
+                            _ => None,
+                        })
+                        .ok_or_else(wrong)?
+                }
+                _ => return Err(wrong()),
+            };
+            let f = if domain == Domain::Float32 { f as f32 as f64 } else { f };
+            Ok(Coerced::Exact(Value::Float(f)))
+        }
+        Domain::Utf8 => match lit {
+            Literal::Str(s) => Ok(Coerced::Exact(Value::Bytes(s.as_bytes().to_vec()))),
+            _ => Err(wrong()),
+        },
+        Domain::Binary => match lit {
+            Literal::Bytes(b) => Ok(Coerced::Exact(Value::Bytes(b.clone()))),
+            Literal::Str(_) => match crate::predicate::sql::cast_literal(lit.clone(), crate::predicate::sql::SqlType::Blob)? {
+                Literal::Bytes(b) => Ok(Coerced::Exact(Value::Bytes(b))),
+                _ => Err(wrong()),
+            },
+            _ => Err(wrong()),
+        },
+        Domain::Int { min, max, kind } => {
+            let in_domain = match (kind, lit) {
+                (IntKind::Integer | IntKind::Decimal { .. }, Literal::Number(n) | Literal::Str(n)) => {
+                    let scale = match kind {
+                        IntKind::Decimal { scale } => scale,
+                        _ => 0,
+                    };
+                    match parse_number(n) {
+                        Some(r) => {
+                            let (mn, md) = scale_factor(scale).ok_or_else(wrong)?;
+                            r.scaled_floor(mn, md).map_or_else(
+                                || Overflow::from_sign(r.num),
+                                Overflow::Fits,
+                            )
+                        }
+                        None if matches!(lit, Literal::Number(_)) => {
+                            float_to_domain(n.parse::<f64>().map_err(|_| wrong())?, scale)
+                        }
+                        None => return Err(wrong()),
+                    }
+                }
+                (IntKind::Integer | IntKind::Decimal { .. }, Literal::Float(f)) => {
+                    let scale = match kind {
+                        IntKind::Decimal { scale } => scale,
+                        _ => 0,
+                    };
+                    float_to_domain(*f, scale)
+                }
+                (IntKind::Date, Literal::Date(d)) => Overflow::Fits((i128::from(*d), true)),
+                (IntKind::Timestamp { unit_ns, .. }, Literal::Date(d)) => {
+                    time_to_domain(i128::from(*d) * NS_PER_DAY, unit_ns)
+                }
+                (IntKind::Date, Literal::Timestamp { ns, .. }) => time_to_domain(*ns, NS_PER_DAY),
+                (IntKind::Timestamp { unit_ns, .. }, Literal::Timestamp { ns, .. }) => {
+                    time_to_domain(*ns, unit_ns)
+                }
+                (IntKind::Date, Literal::Str(s)) => {
+                    let (ns, _) = time::parse_timestamp(s)?;
+                    time_to_domain(ns, NS_PER_DAY)
+                }
+                (IntKind::Timestamp { unit_ns, .. }, Literal::Str(s)) => {
+                    let (ns, _) = time::parse_timestamp(s)?;
+                    time_to_domain(ns, unit_ns)
+                }
+                _ => return Err(wrong()),
+            };
+            Ok(place(in_domain, min, max))
+        }
+    }
+}
+
+/// A literal scaled into an integer domain: its floor and exactness, or which side of
+/// every representable value it lies on.
+enum Overflow {
+    Fits((i128, bool)),
+    Below,
+    Above,
+}
+
+impl Overflow {
+    fn from_sign(num: i128) -> Overflow {
+        if num < 0 {
+            Overflow::Below
+        } else {
+            Overflow::Above
+        }
+    }
+}
+
+fn time_to_domain(ns: i128, unit_ns: i128) -> Overflow {
+    Overflow::Fits((ns.div_euclid(unit_ns), ns.rem_euclid(unit_ns) == 0))
+}
+
+/// A DOUBLE compared with an integer or decimal column. NaN is larger than every number
+/// in DuckDB's order.
+fn float_to_domain(f: f64, scale: i8) -> Overflow {
+    if f.is_nan() || f == f64::INFINITY {
+        return Overflow::Above;
+    }
+    if f == f64::NEG_INFINITY {
+        return Overflow::Below;
+    }
+    // The shortest decimal text that reads back as `f` names the value DuckDB compares.
+    match parse_number(&format!("{f:e}")) {
+        Some(r) => scale_factor(scale)
+            .and_then(|(n, d)| r.scaled_floor(n, d))
+            .map_or_else(|| Overflow::from_sign(r.num), Overflow::Fits),
+        None => Overflow::from_sign(if f < 0.0 { -1 } else { 1 }),
+    }
+}
+
+fn place(v: Overflow, min: i128, max: i128) -> Coerced {
+    let int = |x: i128| Some(Value::Int(x));
+    match v {
+        Overflow::Below => Coerced::Between { lo: None, hi: int(min) },
+        Overflow::Above => Coerced::Between { lo: int(max), hi: None },
+        Overflow::Fits((v, true)) if (min..=max).contains(&v) => Coerced::Exact(Value::Int(v)),
+        Overflow::Fits((v, true)) if v < min => Coerced::Between { lo: None, hi: int(min) },
+        Overflow::Fits((_, true)) => Coerced::Between { lo: int(max), hi: None },
+        Overflow::Fits((floor, false)) => Coerced::Between {
+            lo: (floor >= min).then(|| floor.min(max)).and_then(int),
+            hi: (floor < max).then(|| (floor + 1).max(min)).and_then(int),
+        },
+    }
+}
+
+pub fn domain_name(d: Domain) -> &'static str {
+    match d {
+        Domain::Bool => "boolean",
+        Domain::Float32 | Domain::Float64 => "floating point",
+        Domain::Utf8 => "string",
+        Domain::Binary => "binary",
+        Domain::Int { kind, .. } => match kind {
+            IntKind::Integer => "integer",
+            IntKind::Decimal { .. } => "decimal",
+            IntKind::Date => "date",
+            IntKind::Timestamp { .. } => "timestamp",
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_schema::DataType;
+
+    fn int8() -> Domain {
+        Domain::of(&DataType::Int8).unwrap()
+    }
+
+    #[test]
+    fn numbers_parse_exactly() {
+        assert_eq!(parse_number("12.50"), Some(Rational { num: 1250, den: 100 }));
+        assert_eq!(parse_number("-1e3"), Some(Rational { num: -1000, den: 1 }));
+        assert_eq!(parse_number(".5"), Some(Rational { num: 5, den: 10 }));
+        assert_eq!(parse_number("1.5e-1"), Some(Rational { num: 15, den: 100 }));
+        assert_eq!(parse_number("abc"), None);
+        assert_eq!(parse_number("."), None);
+    }
+
+    #[test]
+    fn integers_between_neighbours() {
+        let c = coerce(&Literal::Number("2.5".into()), int8(), "x").unwrap();
+        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(2)), hi: Some(Value::Int(3)) });
+        let c = coerce(&Literal::Number("-2.5".into()), int8(), "x").unwrap();
+        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(-3)), hi: Some(Value::Int(-2)) });
+        let c = coerce(&Literal::Number("1000".into()), int8(), "x").unwrap();
+        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(127)), hi: None });
+        let c = coerce(&Literal::Number("-128".into()), int8(), "x").unwrap();
+        assert_eq!(c, Coerced::Exact(Value::Int(-128)));
+        let c = coerce(&Literal::Number("127.5".into()), int8(), "x").unwrap();
+        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(127)), hi: None });
+    }
+
+    #[test]
+    fn decimals_scale() {
+        let d = Domain::of(&DataType::Decimal128(5, 2)).unwrap();
+        let c = coerce(&Literal::Number("1.5".into()), d, "x").unwrap();
+        assert_eq!(c, Coerced::Exact(Value::Int(150)));
+        let c = coerce(&Literal::Number("1.505".into()), d, "x").unwrap();
+        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(150)), hi: Some(Value::Int(151)) });
+        assert_eq!(format_decimal(-5, 2), "-0.05");
+        assert_eq!(format_decimal(12345, 2), "123.45");
+    }
+
+    #[test]
+    fn times_and_errors() {
+        let ts = Domain::of(&DataType::Timestamp(arrow_schema::TimeUnit::Millisecond, None)).unwrap();
+        let c = coerce(&Literal::Timestamp { ns: 1_500_000, tz: false }, ts, "t").unwrap();
+        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(1)), hi: Some(Value::Int(2)) });
+        let c = coerce(&Literal::Str("1970-01-02".into()), Domain::of(&DataType::Date32).unwrap(), "d").unwrap();
+        assert_eq!(c, Coerced::Exact(Value::Int(1)));
+        assert!(matches!(coerce(&Literal::Number("5".into()), Domain::Utf8, "s"), Err(Error::Predicate(m)) if m.contains("column s")));
+        let c = coerce(&Literal::Float(f64::NAN), int8(), "x").unwrap();
+        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(127)), hi: None });
+    }
+}

@@ -1,0 +1,230 @@
+//! Exact evaluation of a predicate over a record batch with arrow's compute kernels.
+//!
+//! Arrow orders floats by IEEE total order (-0.0 < +0.0, NaNs by sign and payload); SQL
+//! wants -0.0 = +0.0 and every NaN equal and largest. Normalising both sides (-0.0 to
+//! +0.0, every NaN to the positive canonical NaN) makes the total order the SQL order.
+
+use std::sync::Arc;
+
+use arrow_arith::boolean::{and_kleene, is_not_null, is_null, not, or_kleene};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float32Type, Float64Type};
+use arrow_array::{make_array, Array, ArrayRef, BooleanArray, RecordBatch, Scalar};
+use arrow_buffer::{BooleanBuffer, NullBuffer};
+use arrow_ord::cmp;
+use arrow_schema::{ArrowError, DataType};
+
+use crate::predicate::expr::{CmpOp, ColumnRef, Predicate};
+use crate::predicate::value::{to_scalar_array, Value};
+
+/// Evaluate `pred` on `batch`: TRUE, FALSE or NULL per row.
+pub fn evaluate(pred: &Predicate, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {
+    let rows = batch.num_rows();
+    match pred {
+        Predicate::Const(Some(b)) => Ok(BooleanArray::from(vec![*b; rows])),
+        Predicate::Const(None) => Ok(BooleanArray::new_null(rows)),
+        Predicate::Cmp { col, op, value } => {
+            let array = column(batch, col)?;
+            compare(&array, *op, value)
+        }
+        Predicate::InList {
+            col,
+            values,
+            negated,
+        } => {
+            let array = column(batch, col)?;
+            let mut acc: Option<BooleanArray> = None;
+            for v in values {
+                let eq = compare(&array, CmpOp::Eq, v)?;
+                acc = Some(match acc {
+                    None => eq,
+                    Some(a) => or_kleene(&a, &eq)?,
+                });
+            }
+            let any = acc.unwrap_or_else(|| BooleanArray::from(vec![false; rows]));
+            if *negated {
+                not(&any)
+            } else {
+                Ok(any)
+            }
+        }
+        Predicate::IsNull { col, negated } => {
+            let array = column(batch, col)?;
+            if *negated {
+                is_not_null(&array)
+            } else {
+                is_null(&array)
+            }
+        }
+        Predicate::NullOr { col, value } => {
+            let array = column(batch, col)?;
+            let values = if *value {
+                BooleanBuffer::new_set(rows)
+            } else {
+                BooleanBuffer::new_unset(rows)
+            };
+            Ok(BooleanArray::new(values, array.logical_nulls()))
+        }
+        Predicate::And(parts) => fold(parts, batch, and_kleene),
+        Predicate::Or(parts) => fold(parts, batch, or_kleene),
+    }
+}
+
+/// The rows where `pred` is TRUE (NULL counts as not selected).
+pub fn selection(pred: &Predicate, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {
+    let result = evaluate(pred, batch)?;
+    Ok(match result.nulls() {
+        None => result,
+        Some(nulls) => BooleanArray::new(result.values() & nulls.inner(), None),
+    })
+}
+
+fn fold(
+    parts: &[Predicate],
+    batch: &RecordBatch,
+    op: fn(&BooleanArray, &BooleanArray) -> Result<BooleanArray, ArrowError>,
+) -> Result<BooleanArray, ArrowError> {
+    let mut iter = parts.iter();
+    let Some(first) = iter.next() else {
+        return Ok(BooleanArray::new_null(batch.num_rows()));
+    };
+    let mut acc = evaluate(first, batch)?;
+    for p in iter {
+        acc = op(&acc, &evaluate(p, batch)?)?;
+    }
+    Ok(acc)
+}
+
+fn compare(array: &ArrayRef, op: CmpOp, value: &Value) -> Result<BooleanArray, ArrowError> {
+    let (array, value) = match array.data_type() {
+        DataType::Float32 | DataType::Float64 => (normalise_floats(array), normalise_value(value)),
+        _ => (array.clone(), value.clone()),
+    };
+    let scalar = to_scalar_array(&value, array.data_type()).map_err(ArrowError::from)?;
+    let scalar = Scalar::new(scalar);
+    match op {
+        CmpOp::Eq => cmp::eq(&array, &scalar),
+        CmpOp::NotEq => cmp::neq(&array, &scalar),
+        CmpOp::Lt => cmp::lt(&array, &scalar),
+        CmpOp::LtEq => cmp::lt_eq(&array, &scalar),
+        CmpOp::Gt => cmp::gt(&array, &scalar),
+        CmpOp::GtEq => cmp::gt_eq(&array, &scalar),
+    }
+}
+
+fn normalise_value(v: &Value) -> Value {
+    match v {
+        Value::Float(f) if f.is_nan() => Value::Float(f64::NAN),
+        Value::Float(f) if *f == 0.0 => Value::Float(0.0),
+        other => other.clone(),
+    }
+}
+
+fn normalise_floats(array: &ArrayRef) -> ArrayRef {
+    match array.data_type() {
+        DataType::Float32 => Arc::new(array.as_primitive::<Float32Type>().unary::<_, Float32Type>(
+            |v| {
+                if v.is_nan() {
+                    f32::NAN
+                } else if v == 0.0 {
+                    0.0
+                } else {
+                    v
+                }
+            },
+        )),
+        DataType::Float64 => Arc::new(array.as_primitive::<Float64Type>().unary::<_, Float64Type>(
+            |v| {
+                if v.is_nan() {
+                    f64::NAN
+                } else if v == 0.0 {
+                    0.0
+                } else {
+                    v
+                }
+            },
+        )),
+        _ => array.clone(),
+    }
+}
+
+/// The column `col` of `batch`, descending into structs (a NULL struct makes its fields
+/// NULL) and decoding dictionaries.
+pub fn column(batch: &RecordBatch, col: &ColumnRef) -> Result<ArrayRef, ArrowError> {
+    let missing = || ArrowError::SchemaError(format!("column {} is not in the batch", col.name));
+    let (first, rest) = col.path.split_first().ok_or_else(missing)?;
+    let mut array = batch.column_by_name(first).ok_or_else(missing)?.clone();
+    for part in rest {
+        let parent_nulls = array.logical_nulls();
+        let child = array
+            .as_struct_opt()
+            .and_then(|s| s.column_by_name(part))
+            .ok_or_else(missing)?
+            .clone();
+        let nulls = NullBuffer::union(parent_nulls.as_ref(), child.logical_nulls().as_ref());
+        let data = child.to_data().into_builder().nulls(nulls).build()?;
+        array = make_array(data);
+    }
+    if let DataType::Dictionary(_, value_type) = array.data_type() {
+        array = arrow_cast::cast(&array, value_type)?;
+    }
+    Ok(array)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::predicate::value::Domain;
+    use arrow_array::{Float64Array, Int32Array};
+    use arrow_schema::{Field, Schema};
+
+    fn col(name: &str, dt: DataType) -> Arc<ColumnRef> {
+        Arc::new(ColumnRef {
+            name: name.into(),
+            path: vec![name.into()],
+            leaf: Some(0),
+            partition: None,
+            domain: Domain::of(&dt).unwrap(),
+            data_type: dt,
+            prunable: true,
+        })
+    }
+
+    fn batch(a: ArrayRef, name: &str) -> RecordBatch {
+        let schema = Schema::new(vec![Field::new(name, a.data_type().clone(), true)]);
+        RecordBatch::try_new(Arc::new(schema), vec![a]).unwrap()
+    }
+
+    #[test]
+    fn floats_follow_sql_order() {
+        let a: ArrayRef = Arc::new(Float64Array::from(vec![
+            Some(-0.0),
+            Some(0.0),
+            Some(f64::NAN),
+            Some(-f64::NAN),
+            Some(f64::INFINITY),
+            None,
+        ]));
+        let b = batch(a, "f");
+        let c = col("f", DataType::Float64);
+        let eq0 = selection(&Predicate::Cmp { col: c.clone(), op: CmpOp::Eq, value: Value::Float(0.0) }, &b).unwrap();
+        assert_eq!(eq0, BooleanArray::from(vec![true, true, false, false, false, false]));
+        let gt = selection(&Predicate::Cmp { col: c.clone(), op: CmpOp::Gt, value: Value::Float(f64::INFINITY) }, &b).unwrap();
+        assert_eq!(gt, BooleanArray::from(vec![false, false, true, true, false, false]));
+        let nan = selection(&Predicate::Cmp { col: c, op: CmpOp::Eq, value: Value::Float(f64::NAN) }, &b).unwrap();
+        assert_eq!(nan, BooleanArray::from(vec![false, false, true, true, false, false]));
+    }
+
+    #[test]
+    fn null_or_keeps_nulls() {
+        let a: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None]));
+        let b = batch(a, "x");
+        let p = Predicate::NullOr { col: col("x", DataType::Int32), value: true };
+        let r = evaluate(&p, &b).unwrap();
+        assert!(r.value(0));
+        assert!(r.is_null(1));
+        let n = evaluate(&p.negate(), &b).unwrap();
+        assert!(!n.value(0));
+        assert!(n.is_null(1));
+    }
+}

@@ -1,0 +1,13 @@
+//! Predicates: SQL text → untyped tree → bound, typed NNF predicate → exact evaluation.
+
+pub mod bind;
+pub mod coerce;
+pub mod eval;
+pub mod expr;
+pub mod sql;
+pub mod time;
+pub mod value;
+
+pub use bind::{bind, BindSchema};
+pub use expr::{CmpOp, Column, ColumnRef, Predicate};
+pub use value::{Domain, Value};

@@ -1,0 +1,623 @@
+//! SQL `WHERE` text to an untyped expression tree, with constants folded.
+//!
+//! The `sqlparser` crate parses with its DuckDB dialect (double quotes name identifiers,
+//! single quotes are strings). Everything that does not depend on a column is evaluated
+//! here, once, when the scan is planned: typed literals, casts of literals, `now()` and
+//! `current_date`, interval arithmetic. What remains refers to columns.
+
+use sqlparser::ast::{
+    BinaryOperator, CastKind, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
+    UnaryOperator, Value as SqlValue,
+};
+use sqlparser::dialect::DuckDbDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
+
+use crate::error::{Error, Result};
+use crate::predicate::expr::CmpOp;
+use crate::predicate::time;
+
+/// An expression before it is bound to a schema.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ast {
+    /// A column by its path (`"s"."a"` is `["s", "a"]`).
+    Column(Vec<String>),
+    Lit(Literal),
+    /// A cast of a column; casts of constants are folded away.
+    Cast(Box<Ast>, SqlType),
+    Cmp(Box<Ast>, CmpOp, Box<Ast>),
+    And(Box<Ast>, Box<Ast>),
+    Or(Box<Ast>, Box<Ast>),
+    Not(Box<Ast>),
+    IsNull(Box<Ast>, bool),
+    InList(Box<Ast>, Vec<Ast>, bool),
+    Between(Box<Ast>, Box<Ast>, Box<Ast>, bool),
+}
+
+/// A constant, as precise as the SQL text gave it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Literal {
+    Null,
+    Bool(bool),
+    /// An exact decimal number, as written (`-12.50`, `1e3`).
+    Number(String),
+    /// A DOUBLE: the result of a cast to a float type (`'NaN'::DOUBLE`).
+    Float(f64),
+    Str(String),
+    Bytes(Vec<u8>),
+    /// Days since 1970-01-01.
+    Date(i32),
+    /// Nanoseconds since 1970-01-01 00:00; `tz` when it denotes an instant (an explicit
+    /// offset or TIMESTAMPTZ) rather than a wall-clock time.
+    Timestamp { ns: i128, tz: bool },
+    Interval { months: i64, ns: i128 },
+}
+
+/// The target types of a cast that pqindex understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SqlType {
+    Bool,
+    Int { bits: u8, signed: bool },
+    Float32,
+    Float64,
+    Decimal { precision: u8, scale: i8 },
+    Varchar,
+    Blob,
+    Date,
+    Timestamp,
+    TimestampTz,
+}
+
+/// Parse `text` as one boolean expression; `now_ns` is the plan's "now".
+pub fn parse(text: &str, now_ns: i128) -> Result<Ast> {
+    let dialect = DuckDbDialect {};
+    let mut parser = Parser::new(&dialect)
+        .try_with_sql(text)
+        .map_err(|e| Error::predicate(format!("cannot parse predicate {text:?}: {e}")))?;
+    let expr = parser
+        .parse_expr()
+        .map_err(|e| Error::predicate(format!("cannot parse predicate {text:?}: {e}")))?;
+    let next = parser.peek_token();
+    if next.token != Token::EOF {
+        return Err(Error::predicate(format!(
+            "cannot parse predicate {text:?}: unexpected {} after the expression",
+            next.token
+        )));
+    }
+    Converter { now_ns }.convert(&expr)
+}
+
+struct Converter {
+    now_ns: i128,
+}
+
+impl Converter {
+    fn convert(&self, expr: &Expr) -> Result<Ast> {
+        Ok(match expr {
+            Expr::Identifier(ident) => {
+                if ident.quote_style.is_none() {
+                    if let Some(lit) = self.special_identifier(&ident.value) {
+                        return Ok(Ast::Lit(lit));
+                    }
+                }
+                Ast::Column(vec![ident.value.clone()])
+            }
+            Expr::CompoundIdentifier(parts) => {
+                Ast::Column(parts.iter().map(|p| p.value.clone()).collect())
+            }
+            Expr::Nested(inner) => self.convert(inner)?,
+            Expr::Value(v) => Ast::Lit(literal_of(&v.value)?),
+            Expr::TypedString(ts) => {
+                let text = match &ts.value.value {
+                    SqlValue::SingleQuotedString(s) | SqlValue::DoubleQuotedString(s) => s.clone(),
+                    other => {
+                        return Err(Error::predicate(format!(
+                            "expected a quoted string after {}, found {other}",
+                            ts.data_type
+                        )))
+                    }
+                };
+                let ty = sql_type(&ts.data_type.to_string())?;
+                Ast::Lit(cast_literal(Literal::Str(text), ty)?)
+            }
+            Expr::Interval(iv) => {
+                let value = match self.convert(&iv.value)? {
+                    Ast::Lit(Literal::Str(s)) => s,
+                    Ast::Lit(Literal::Number(n)) => n,
+                    other => {
+                        return Err(Error::predicate(format!(
+                            "INTERVAL needs a constant, found {other:?}"
+                        )))
+                    }
+                };
+                let text = match &iv.leading_field {
+                    Some(field) => format!("{value} {field}"),
+                    None => value,
+                };
+                let (months, ns) = time::parse_interval(&text)?;
+                Ast::Lit(Literal::Interval { months, ns })
+            }
+            Expr::Function(f) => {
+                let name = f.name.to_string().to_ascii_lowercase();
+                let no_args = match &f.args {
+                    FunctionArguments::None => true,
+                    FunctionArguments::List(list) => list.args.is_empty(),
+                    FunctionArguments::Subquery(_) => false,
+                };
+                match (name.as_str(), no_args) {
+                    ("now" | "current_timestamp" | "get_current_timestamp" | "transaction_timestamp", true) => {
+                        Ast::Lit(Literal::Timestamp {
+                            ns: self.now_ns,
+                            tz: true,
+                        })
+                    }
+                    ("current_date" | "today", true) => {
+                        Ast::Lit(Literal::Date(time::floor_div(self.now_ns, time::NS_PER_DAY) as i32))
+                    }
+                    ("cast", false) => {
+                        return Err(Error::unsupported("use CAST(x AS type)"))
+                    }
+                    _ => {
+                        let _ = function_args(&f.args);
+                        return Err(Error::unsupported(format!(
+                            "function {} is not supported in predicates (supported: now(), current_date, current_timestamp)",
+                            f.name
+                        )));
+                    }
+                }
+            }
+            Expr::UnaryOp { op, expr } => match op {
+                UnaryOperator::Not => Ast::Not(Box::new(self.convert(expr)?)),
+                UnaryOperator::Minus => match self.convert(expr)? {
+                    Ast::Lit(Literal::Number(n)) => Ast::Lit(Literal::Number(negate_number(&n))),
+                    Ast::Lit(Literal::Float(f)) => Ast::Lit(Literal::Float(-f)),
+                    Ast::Lit(Literal::Interval { months, ns }) => Ast::Lit(Literal::Interval {
+                        months: -months,
+                        ns: -ns,
+                    }),
+                    Ast::Lit(Literal::Null) => Ast::Lit(Literal::Null),
+                    other => {
+                        return Err(Error::unsupported(format!(
+                            "unary minus is only supported on constants, not {other:?}"
+                        )))
+                    }
+                },
+                UnaryOperator::Plus => self.convert(expr)?,
+                other => {
+                    return Err(Error::unsupported(format!(
+                        "operator {other} is not supported in predicates"
+                    )))
+                }
+            },
+            Expr::BinaryOp { left, op, right } => {
+                let l = self.convert(left)?;
+                let r = self.convert(right)?;
+                match op {
+                    BinaryOperator::And => Ast::And(Box::new(l), Box::new(r)),
+                    BinaryOperator::Or => Ast::Or(Box::new(l), Box::new(r)),
+                    BinaryOperator::Eq => Ast::Cmp(Box::new(l), CmpOp::Eq, Box::new(r)),
+                    BinaryOperator::NotEq => Ast::Cmp(Box::new(l), CmpOp::NotEq, Box::new(r)),
+                    BinaryOperator::Lt => Ast::Cmp(Box::new(l), CmpOp::Lt, Box::new(r)),
+                    BinaryOperator::LtEq => Ast::Cmp(Box::new(l), CmpOp::LtEq, Box::new(r)),
+                    BinaryOperator::Gt => Ast::Cmp(Box::new(l), CmpOp::Gt, Box::new(r)),
+                    BinaryOperator::GtEq => Ast::Cmp(Box::new(l), CmpOp::GtEq, Box::new(r)),
+                    BinaryOperator::Plus | BinaryOperator::Minus => {
+                        fold_arithmetic(l, op == &BinaryOperator::Minus, r)?
+                    }
+                    other => {
+                        return Err(Error::unsupported(format!(
+                            "operator {other} is not supported in predicates"
+                        )))
+                    }
+                }
+            }
+            Expr::IsNull(e) => Ast::IsNull(Box::new(self.convert(e)?), false),
+            Expr::IsNotNull(e) => Ast::IsNull(Box::new(self.convert(e)?), true),
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => Ast::InList(
+                Box::new(self.convert(expr)?),
+                list.iter().map(|e| self.convert(e)).collect::<Result<_>>()?,
+                *negated,
+            ),
+            Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => Ast::Between(
+                Box::new(self.convert(expr)?),
+                Box::new(self.convert(low)?),
+                Box::new(self.convert(high)?),
+                *negated,
+            ),
+            Expr::Cast {
+                kind,
+                expr,
+                data_type,
+                format,
+            } => {
+                if format.is_some() || matches!(kind, CastKind::TryCast | CastKind::SafeCast) {
+                    return Err(Error::unsupported(format!(
+                        "only CAST(x AS type) and x::type are supported, not {expr_text}",
+                        expr_text = expr
+                    )));
+                }
+                let ty = sql_type(&data_type.to_string())?;
+                match self.convert(expr)? {
+                    Ast::Lit(lit) => Ast::Lit(cast_literal(lit, ty)?),
+                    other => Ast::Cast(Box::new(other), ty),
+                }
+            }
+            other => {
+                return Err(Error::unsupported(format!(
+                    "expression {other} is not supported in predicates"
+                )))
+            }
+        })
+    }
+
+    fn special_identifier(&self, name: &str) -> Option<Literal> {
+        match name.to_ascii_lowercase().as_str() {
+            "current_date" => Some(Literal::Date(
+                time::floor_div(self.now_ns, time::NS_PER_DAY) as i32,
+            )),
+            "current_timestamp" => Some(Literal::Timestamp {
+                ns: self.now_ns,
+                tz: true,
+            }),
+            _ => None,
+        }
+    }
+}
+
+fn function_args(args: &FunctionArguments) -> usize {
+    match args {
+        FunctionArguments::List(list) => list
+            .args
+            .iter()
+            .filter(|a| matches!(a, FunctionArg::Unnamed(FunctionArgExpr::Expr(_))))
+            .count(),
+        _ => 0,
+    }
+}
+
+fn literal_of(v: &SqlValue) -> Result<Literal> {
+    Ok(match v {
+        SqlValue::Null => Literal::Null,
+        SqlValue::Boolean(b) => Literal::Bool(*b),
+        SqlValue::Number(n, _) => Literal::Number(n.clone()),
+        SqlValue::SingleQuotedString(s)
+        | SqlValue::EscapedStringLiteral(s)
+        | SqlValue::UnicodeStringLiteral(s) => Literal::Str(s.clone()),
+        SqlValue::HexStringLiteral(h) => Literal::Bytes(parse_hex(h)?),
+        other => {
+            return Err(Error::unsupported(format!(
+                "literal {other} is not supported in predicates"
+            )))
+        }
+    })
+}
+
+fn parse_hex(h: &str) -> Result<Vec<u8>> {
+    if h.len() % 2 != 0 {
+        return Err(Error::predicate(format!("hex literal X'{h}' has an odd length")));
+    }
+    (0..h.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&h[i..i + 2], 16)
+                .map_err(|_| Error::predicate(format!("invalid hex literal X'{h}'")))
+        })
+        .collect()
+}
+
+fn negate_number(n: &str) -> String {
+    match n.strip_prefix('-') {
+        Some(rest) => rest.to_string(),
+        None => format!("-{n}"),
+    }
+}
+
+/// `date ± interval`, `timestamp ± interval`, `date ± integer days`, `interval ± interval`.
+fn fold_arithmetic(l: Ast, minus: bool, r: Ast) -> Result<Ast> {
+    let sign = if minus { -1 } else { 1 };
+    let out = match (l, r) {
+        (Ast::Lit(Literal::Null), _) | (_, Ast::Lit(Literal::Null)) => Literal::Null,
+        (Ast::Lit(Literal::Date(d)), Ast::Lit(Literal::Interval { months, ns })) => {
+            let (months, ns) = (months * sign, ns * sign as i128);
+            let base = i128::from(d) * time::NS_PER_DAY;
+            let shifted = time::add_interval(base, months, ns)?;
+            if ns % time::NS_PER_DAY == 0 {
+                Literal::Date(time::floor_div(shifted, time::NS_PER_DAY) as i32)
+            } else {
+                Literal::Timestamp {
+                    ns: shifted,
+                    tz: false,
+                }
+            }
+        }
+        (Ast::Lit(Literal::Timestamp { ns: t, tz }), Ast::Lit(Literal::Interval { months, ns })) => {
+            Literal::Timestamp {
+                ns: time::add_interval(t, months * sign, ns * sign as i128)?,
+                tz,
+            }
+        }
+        (Ast::Lit(Literal::Interval { months, ns }), Ast::Lit(Literal::Date(d))) if !minus => {
+            let base = i128::from(d) * time::NS_PER_DAY;
+            Literal::Timestamp {
+                ns: time::add_interval(base, months, ns)?,
+                tz: false,
+            }
+        }
+        (Ast::Lit(Literal::Date(d)), Ast::Lit(Literal::Number(n))) => {
+            let days: i64 = n
+                .parse()
+                .map_err(|_| Error::predicate(format!("cannot add {n} days to a date")))?;
+            let out = i64::from(d) + days * sign as i64;
+            Literal::Date(i32::try_from(out).map_err(|_| Error::predicate("date out of range"))?)
+        }
+        (
+            Ast::Lit(Literal::Interval { months: m1, ns: n1 }),
+            Ast::Lit(Literal::Interval { months: m2, ns: n2 }),
+        ) => Literal::Interval {
+            months: m1 + m2 * sign,
+            ns: n1 + n2 * sign as i128,
+        },
+        (l, r) => {
+            return Err(Error::unsupported(format!(
+                "arithmetic is only supported between constant dates, timestamps and intervals, not {l:?} {} {r:?}",
+                if minus { "-" } else { "+" }
+            )))
+        }
+    };
+    Ok(Ast::Lit(out))
+}
+
+/// A cast target named as DuckDB names types.
+pub fn sql_type(name: &str) -> Result<SqlType> {
+    let upper = name.trim().to_ascii_uppercase();
+    let (base, args) = match upper.find('(') {
+        Some(i) => (upper[..i].trim(), Some(upper[i + 1..].trim_end_matches(')'))),
+        None => (upper.as_str(), None),
+    };
+    Ok(match base {
+        "BOOLEAN" | "BOOL" | "LOGICAL" => SqlType::Bool,
+        "TINYINT" | "INT1" => SqlType::Int { bits: 8, signed: true },
+        "SMALLINT" | "INT2" | "SHORT" => SqlType::Int { bits: 16, signed: true },
+        "INTEGER" | "INT" | "INT4" | "SIGNED" => SqlType::Int { bits: 32, signed: true },
+        "BIGINT" | "INT8" | "LONG" => SqlType::Int { bits: 64, signed: true },
+        "HUGEINT" | "INT128" => SqlType::Int { bits: 128, signed: true },
+        "UTINYINT" => SqlType::Int { bits: 8, signed: false },
+        "USMALLINT" => SqlType::Int { bits: 16, signed: false },
+        "UINTEGER" => SqlType::Int { bits: 32, signed: false },
+        "UBIGINT" => SqlType::Int { bits: 64, signed: false },
+        "REAL" | "FLOAT4" | "FLOAT" => SqlType::Float32,
+        "DOUBLE" | "FLOAT8" | "DOUBLE PRECISION" => SqlType::Float64,
+        "DECIMAL" | "NUMERIC" => {
+            let (p, s) = match args {
+                None => (18, 3),
+                Some(a) => {
+                    let mut it = a.split(',').map(|x| x.trim().parse::<u8>());
+                    let p = it.next().and_then(|x| x.ok()).unwrap_or(18);
+                    let s = it.next().and_then(|x| x.ok()).unwrap_or(0);
+                    (p, s)
+                }
+            };
+            if p == 0 || p > 38 || s > p {
+                return Err(Error::predicate(format!("invalid decimal type {name}")));
+            }
+            SqlType::Decimal {
+                precision: p,
+                scale: s as i8,
+            }
+        }
+        "VARCHAR" | "TEXT" | "STRING" | "CHAR" | "BPCHAR" => SqlType::Varchar,
+        "BLOB" | "BYTEA" | "BINARY" | "VARBINARY" => SqlType::Blob,
+        "DATE" => SqlType::Date,
+        "TIMESTAMP" | "DATETIME" | "TIMESTAMP WITHOUT TIME ZONE" => SqlType::Timestamp,
+        "TIMESTAMPTZ" | "TIMESTAMP WITH TIME ZONE" => SqlType::TimestampTz,
+        _ => {
+            return Err(Error::unsupported(format!(
+                "type {name} is not supported in predicates"
+            )))
+        }
+    })
+}
+
+/// Cast a constant, as DuckDB would before comparing.
+pub fn cast_literal(lit: Literal, ty: SqlType) -> Result<Literal> {
+    let fail = |lit: &Literal| {
+        Error::predicate(format!("cannot cast {} to {ty:?}", describe(lit)))
+    };
+    Ok(match (lit, ty) {
+        (Literal::Null, _) => Literal::Null,
+        (Literal::Str(s), SqlType::Date) => Literal::Date(time::parse_date_or_timestamp_date(&s)?),
+        (Literal::Timestamp { ns, .. }, SqlType::Date) => {
+            Literal::Date(time::floor_div(ns, time::NS_PER_DAY) as i32)
+        }
+        (d @ Literal::Date(_), SqlType::Date) => d,
+        (Literal::Str(s), SqlType::Timestamp) => {
+            let (ns, _) = time::parse_timestamp(&s)?;
+            Literal::Timestamp { ns, tz: false }
+        }
+        (Literal::Str(s), SqlType::TimestampTz) => {
+            let (ns, _) = time::parse_timestamp(&s)?;
+            Literal::Timestamp { ns, tz: true }
+        }
+        (Literal::Date(d), SqlType::Timestamp | SqlType::TimestampTz) => Literal::Timestamp {
+            ns: i128::from(d) * time::NS_PER_DAY,
+            tz: ty == SqlType::TimestampTz,
+        },
+        (Literal::Timestamp { ns, .. }, SqlType::Timestamp | SqlType::TimestampTz) => {
+            Literal::Timestamp {
+                ns,
+                tz: ty == SqlType::TimestampTz,
+            }
+        }
+        (Literal::Str(s), SqlType::Varchar) => Literal::Str(s),
+        (Literal::Number(n), SqlType::Varchar) => Literal::Str(n),
+        (Literal::Bool(b), SqlType::Varchar) => Literal::Str(b.to_string()),
+        (Literal::Str(s), SqlType::Blob) => Literal::Bytes(parse_blob(&s)?),
+        (b @ Literal::Bytes(_), SqlType::Blob) => b,
+        (Literal::Bool(b), SqlType::Bool) => Literal::Bool(b),
+        (Literal::Str(s), SqlType::Bool) => match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "t" | "1" | "yes" | "y" => Literal::Bool(true),
+            "false" | "f" | "0" | "no" | "n" => Literal::Bool(false),
+            _ => return Err(fail(&Literal::Str(s))),
+        },
+        (Literal::Number(n), SqlType::Bool) => Literal::Bool(
+            crate::predicate::coerce::parse_number(&n)
+                .map(|r| r.num != 0)
+                .ok_or_else(|| fail(&Literal::Number(n.clone())))?,
+        ),
+        (Literal::Number(n), SqlType::Float32 | SqlType::Float64) => {
+            let f: f64 = n.parse().map_err(|_| fail(&Literal::Number(n.clone())))?;
+            Literal::Float(if ty == SqlType::Float32 { f as f32 as f64 } else { f })
+        }
+        (Literal::Str(s), SqlType::Float32 | SqlType::Float64) => {
+            let f = parse_float_text(&s).ok_or_else(|| fail(&Literal::Str(s.clone())))?;
+            Literal::Float(if ty == SqlType::Float32 { f as f32 as f64 } else { f })
+        }
+        (Literal::Float(f), SqlType::Float32) => Literal::Float(f as f32 as f64),
+        (Literal::Float(f), SqlType::Float64) => Literal::Float(f),
+        (Literal::Number(n) | Literal::Str(n), SqlType::Int { bits, signed }) => {
+            let r = crate::predicate::coerce::parse_number(n.trim())
+                .ok_or_else(|| fail(&Literal::Str(n.clone())))?;
+            let v = r.round_half_away().ok_or_else(|| fail(&Literal::Str(n.clone())))?;
+            check_int_range(v, bits, signed).ok_or_else(|| fail(&Literal::Str(n.clone())))?;
+            Literal::Number(v.to_string())
+        }
+        (Literal::Float(f), SqlType::Int { bits, signed }) => {
+            if !f.is_finite() {
+                return Err(fail(&Literal::Float(f)));
+            }
+            let v = f.round() as i128;
+            check_int_range(v, bits, signed).ok_or_else(|| fail(&Literal::Float(f)))?;
+            Literal::Number(v.to_string())
+        }
+        (Literal::Number(n) | Literal::Str(n), SqlType::Decimal { precision, scale }) => {
+            let r = crate::predicate::coerce::parse_number(n.trim())
+                .ok_or_else(|| fail(&Literal::Str(n.clone())))?;
+            let unscaled = r
+                .rescale_round(scale)
+                .filter(|v| v.unsigned_abs() < 10u128.pow(u32::from(precision)))
+                .ok_or_else(|| fail(&Literal::Str(n.clone())))?;
+            Literal::Number(crate::predicate::coerce::format_decimal(unscaled, scale))
+        }
+        (lit, _) => return Err(fail(&lit)),
+    })
+}
+
+fn check_int_range(v: i128, bits: u8, signed: bool) -> Option<()> {
+    let (min, max) = match (bits, signed) {
+        (128, true) => (i128::MIN, i128::MAX),
+        (b, true) => (-(1i128 << (b - 1)), (1i128 << (b - 1)) - 1),
+        (b, false) => (0, (1i128 << b) - 1),
+    };
+    (min..=max).contains(&v).then_some(())
+}
+
+fn parse_float_text(s: &str) -> Option<f64> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "nan" | "+nan" | "-nan" => Some(f64::NAN),
+        "inf" | "+inf" | "infinity" | "+infinity" => Some(f64::INFINITY),
+        "-inf" | "-infinity" => Some(f64::NEG_INFINITY),
+        t => t.parse().ok(),
+    }
+}
+
+/// DuckDB's blob text: bytes as written, with `\xHH` escapes.
+fn parse_blob(s: &str) -> Result<Vec<u8>> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && bytes.get(i + 1).is_some_and(|c| *c == b'x' || *c == b'X') {
+            let hex = s
+                .get(i + 2..i + 4)
+                .ok_or_else(|| Error::predicate(format!("invalid blob escape in {s:?}")))?;
+            out.push(
+                u8::from_str_radix(hex, 16)
+                    .map_err(|_| Error::predicate(format!("invalid blob escape in {s:?}")))?,
+            );
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+pub fn describe(lit: &Literal) -> String {
+    match lit {
+        Literal::Null => "NULL".into(),
+        Literal::Bool(b) => b.to_string(),
+        Literal::Number(n) => n.clone(),
+        Literal::Float(f) => format!("{f:?}"),
+        Literal::Str(s) => format!("'{s}'"),
+        Literal::Bytes(b) => format!("blob of {} bytes", b.len()),
+        Literal::Date(d) => format!("DATE '{}'", time::format_date(*d)),
+        Literal::Timestamp { ns, tz } => format!(
+            "{} '{}'",
+            if *tz { "TIMESTAMPTZ" } else { "TIMESTAMP" },
+            time::format_timestamp(*ns)
+        ),
+        Literal::Interval { months, ns } => format!("INTERVAL {months} months {ns} ns"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Ast {
+        parse(s, 0).unwrap()
+    }
+
+    #[test]
+    fn identifiers_and_strings() {
+        assert_eq!(
+            p("\"a b\" = 'x'"),
+            Ast::Cmp(
+                Box::new(Ast::Column(vec!["a b".into()])),
+                CmpOp::Eq,
+                Box::new(Ast::Lit(Literal::Str("x".into())))
+            )
+        );
+        assert_eq!(p("s.a IS NULL"), Ast::IsNull(Box::new(Ast::Column(vec!["s".into(), "a".into()])), false));
+    }
+
+    #[test]
+    fn folds_time_arithmetic() {
+        let day = time::NS_PER_DAY;
+        match p("ts > now() - INTERVAL '7 days'") {
+            Ast::Cmp(_, CmpOp::Gt, r) => {
+                assert_eq!(*r, Ast::Lit(Literal::Timestamp { ns: -7 * day, tz: true }))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            p("d = DATE '2024-01-31' + INTERVAL 1 MONTH"),
+            p("d = DATE '2024-02-29'")
+        );
+        assert_eq!(p("d = current_date"), p("d = DATE '1970-01-01'"));
+    }
+
+    #[test]
+    fn casts_of_constants_fold() {
+        assert_eq!(p("x = CAST('12' AS INTEGER)"), p("x = 12"));
+        assert_eq!(p("x = '2.5'::DECIMAL(4,1)"), p("x = 2.5"));
+        assert!(matches!(p("CAST(x AS BIGINT) = 1"), Ast::Cmp(l, _, _) if matches!(*l, Ast::Cast(..))));
+    }
+
+    #[test]
+    fn rejects_trailing_garbage_and_unknown_functions() {
+        assert!(matches!(parse("x = 1 y", 0), Err(Error::Predicate(_))));
+        assert!(matches!(parse("lower(x) = 'a'", 0), Err(Error::Unsupported(_))));
+        assert!(matches!(parse("x = ", 0), Err(Error::Predicate(_))));
+    }
+}

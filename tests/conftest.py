@@ -1,0 +1,132 @@
+"""Shared pytest configuration: run sizes, markers, and the engines the tests compare against.
+
+* ``--full`` (or ``PQINDEX_FULL=1``) switches the differential suite from its quick default
+  (a few hundred cases) to the full run (thousands) and enables tests marked ``slow``.
+* Tests marked ``spark`` need a local Spark (pyspark and Java). Starting Spark costs seconds,
+  so they run only when asked for: ``-m spark``, ``--spark`` or ``PQINDEX_SPARK=1``.
+* DuckDB is the referee; one in-memory connection per session, with ``TimeZone='UTC'`` so
+  naive timestamp literals compared with time-zone-aware columns mean UTC, as the contract says.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))  # datagen / predicates import as plain modules
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("pqindex")
+    group.addoption(
+        "--full",
+        action="store_true",
+        default=_env_flag("PQINDEX_FULL"),
+        help="run the full differential suite (thousands of cases) and tests marked slow",
+    )
+    group.addoption(
+        "--spark",
+        action="store_true",
+        default=_env_flag("PQINDEX_SPARK"),
+        help="run tests marked spark (needs pyspark and Java); -m spark does the same",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "spark: needs a local Spark (pyspark + Java); run with -m spark or --spark")
+    config.addinivalue_line("markers", "slow: runs only with --full (or PQINDEX_FULL=1)")
+
+
+def full_run(config: pytest.Config) -> bool:
+    return bool(config.getoption("full"))
+
+
+def _spark_requested(config: pytest.Config) -> bool:
+    return bool(config.getoption("spark")) or "spark" in (config.getoption("markexpr") or "")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that uses the ``spark`` fixture is a spark test, marked or not; spark and slow
+    tests are skipped unless asked for, so the default run stays quick."""
+    run_spark, run_slow = _spark_requested(config), full_run(config)
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None:
+            item.add_marker(pytest.mark.spark)
+        if item.get_closest_marker("spark") is not None and not run_spark:
+            item.add_marker(pytest.mark.skip(reason="Spark test: run with -m spark or --spark"))
+        if item.get_closest_marker("slow") is not None and not run_slow:
+            item.add_marker(pytest.mark.skip(reason="slow test: run with --full"))
+
+
+@pytest.fixture(scope="session")
+def full(request: pytest.FixtureRequest) -> bool:
+    """True in the full run."""
+    return full_run(request.config)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """A fresh directory for one test's Parquet files."""
+    path = tmp_path / "data"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture(scope="session")
+def session_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory for fixtures shared by the whole session (written once, read by many)."""
+    return tmp_path_factory.mktemp("fixtures")
+
+
+@pytest.fixture(scope="session")
+def duckdb_con() -> Iterator[Any]:
+    """The referee: one DuckDB connection, time zone UTC."""
+    duckdb = pytest.importorskip("duckdb")
+    con = duckdb.connect()
+    con.execute("SET TimeZone='UTC'")
+    yield con
+    con.close()
+
+
+def _java_available() -> bool:
+    java_home = os.environ.get("JAVA_HOME")
+    return shutil.which("java") is not None or bool(java_home and Path(java_home, "bin", "java").exists())
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A small local SparkSession, started the first time a spark test asks for it."""
+    pytest.importorskip("pyspark")
+    if not _java_available():
+        pytest.skip("no Java: Spark cannot start")
+    from pyspark.sql import SparkSession
+
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("pqindex-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
+        .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
