@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))  # datagen / predicates import as plain modules
+sys.path.insert(
+    0, os.path.dirname(__file__)
+)  # datagen / predicates import as plain modules
 
 
 def _env_flag(name: str) -> bool:
@@ -43,8 +45,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "spark: needs a local Spark (pyspark + Java); run with -m spark or --spark")
-    config.addinivalue_line("markers", "slow: runs only with --full (or PQINDEX_FULL=1)")
+    config.addinivalue_line(
+        "markers",
+        "spark: needs a local Spark (pyspark + Java); run with -m spark or --spark",
+    )
+    config.addinivalue_line(
+        "markers", "slow: runs only with --full (or PQINDEX_FULL=1)"
+    )
 
 
 def full_run(config: pytest.Config) -> bool:
@@ -52,18 +59,27 @@ def full_run(config: pytest.Config) -> bool:
 
 
 def _spark_requested(config: pytest.Config) -> bool:
-    return bool(config.getoption("spark")) or "spark" in (config.getoption("markexpr") or "")
+    return bool(config.getoption("spark")) or "spark" in (
+        config.getoption("markexpr") or ""
+    )
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> None:
     """A test that uses the ``spark`` fixture is a spark test, marked or not; spark and slow
     tests are skipped unless asked for, so the default run stays quick."""
     run_spark, run_slow = _spark_requested(config), full_run(config)
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None:
+        if (
+            "spark" in getattr(item, "fixturenames", ())
+            and item.get_closest_marker("spark") is None
+        ):
             item.add_marker(pytest.mark.spark)
         if item.get_closest_marker("spark") is not None and not run_spark:
-            item.add_marker(pytest.mark.skip(reason="Spark test: run with -m spark or --spark"))
+            item.add_marker(
+                pytest.mark.skip(reason="Spark test: run with -m spark or --spark")
+            )
         if item.get_closest_marker("slow") is not None and not run_slow:
             item.add_marker(pytest.mark.skip(reason="slow test: run with --full"))
 
@@ -100,7 +116,9 @@ def duckdb_con() -> Iterator[Any]:
 
 def _java_available() -> bool:
     java_home = os.environ.get("JAVA_HOME")
-    return shutil.which("java") is not None or bool(java_home and Path(java_home, "bin", "java").exists())
+    return shutil.which("java") is not None or bool(
+        java_home and Path(java_home, "bin", "java").exists()
+    )
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import glob
+import math
 import os
 import shutil
 from collections.abc import Callable, Sequence
@@ -36,7 +37,9 @@ import pyarrow.parquet as pq
 DEFAULT_ROWS = 3000
 
 # Columns sorted ascending / descending: they give narrow page statistics, so page pruning fires.
-SORTED_ASC = frozenset({"id", "i32", "u32", "f64", "dec15_3", "str", "date", "ts_us", "ts_ms_tz"})
+SORTED_ASC = frozenset(
+    {"id", "i32", "u32", "f64", "dec15_3", "str", "date", "ts_us", "ts_ms_tz"}
+)
 SORTED_DESC = frozenset({"i16"})
 
 # Columns only ever projected, never used in predicates (the contract excludes them).
@@ -87,7 +90,8 @@ STRING_POOL = [
     "x" * 65,
     "x" * 70 + "a",
     "x" * 70 + "b",
-    "y" * 62 + "日本",  # the multi-byte character straddles the 64-byte truncation point
+    "y" * 62
+    + "日本",  # the multi-byte character straddles the 64-byte truncation point
     "y" * 62 + "日本" + "z",
 ]
 
@@ -127,27 +131,60 @@ def _int_domain(rng: np.random.Generator, type_: pa.DataType) -> list[int]:
     if rng.random() < 0.6:
         values.update({int(info.min), int(info.max)})
     if type_.bit_width >= 32:
-        wide = rng.integers(int(info.min) // 2, int(info.max) // 2, 4, dtype=np.int64 if info.min < 0 else np.uint64)
+        wide = rng.integers(
+            int(info.min) // 2,
+            int(info.max) // 2,
+            4,
+            dtype=np.int64 if info.min < 0 else np.uint64,
+        )
         values.update(int(v) for v in wide)
     if type_ == pa.uint64():
-        values.update({2**63, 2**63 + 1, 2**64 - 2})  # above int64's range: signedness bugs show
+        values.update(
+            {2**63, 2**63 + 1, 2**64 - 2}
+        )  # above int64's range: signedness bugs show
     return sorted(values)
 
 
 def _float_domain(rng: np.random.Generator, type_: pa.DataType) -> list[float]:
     """Round numbers, the IEEE specials, and extremes of the float width."""
-    specials = [float("nan"), -0.0, 0.0, float("inf"), float("-inf"), 1.0, -1.0, 0.1, 0.5, -2.5]
+    specials = [
+        float("nan"),
+        -0.0,
+        0.0,
+        float("inf"),
+        float("-inf"),
+        1.0,
+        -1.0,
+        0.1,
+        0.5,
+        -2.5,
+    ]
     if type_ == pa.float32():
-        extremes = [3.4028234663852886e38, -3.4028234663852886e38, 1.401298464324817e-45, 16777217.0]
+        extremes = [
+            3.4028234663852886e38,
+            -3.4028234663852886e38,
+            1.401298464324817e-45,
+            16777217.0,
+        ]
     else:
-        extremes = [1.7976931348623157e308, -1.7976931348623157e308, 5e-324, 1e-300, 9007199254740993.0]
-    randoms = [round(float(v), 2) for v in rng.normal(0, 100, int(rng.integers(10, 40)))]
+        extremes = [
+            1.7976931348623157e308,
+            -1.7976931348623157e308,
+            5e-324,
+            1e-300,
+            9007199254740993.0,
+        ]
+    randoms = [
+        round(float(v), 2) for v in rng.normal(0, 100, int(rng.integers(10, 40)))
+    ]
     picked = specials + [v for v in extremes if rng.random() < 0.5] + randoms
     np_type = np.float32 if type_ == pa.float32() else np.float64
     return [float(np_type(v)) for v in picked]
 
 
-def _decimal_domain(rng: np.random.Generator, type_: pa.Decimal128Type) -> list[Decimal]:
+def _decimal_domain(
+    rng: np.random.Generator, type_: pa.Decimal128Type
+) -> list[Decimal]:
     """Small unscaled values, some large ones, and the precision's min/max."""
     p, s = type_.precision, type_.scale
     top = 10**p - 1
@@ -172,27 +209,43 @@ def _string_domain(rng: np.random.Generator) -> list[str]:
 def _binary_domain(rng: np.random.Generator) -> list[bytes]:
     pool = [b for b in BINARY_POOL if rng.random() < 0.7]
     for _ in range(int(rng.integers(3, 10))):
-        pool.append(bytes(int(x) for x in rng.integers(0, 256, int(rng.integers(1, 6)))))
+        pool.append(
+            bytes(int(x) for x in rng.integers(0, 256, int(rng.integers(1, 6))))
+        )
     return sorted(set(pool))
 
 
 def _date_domain(rng: np.random.Generator) -> list[int]:
     """Days since the epoch, 1900..2200, including the epoch and the day before it."""
-    days = {int(v) for v in rng.integers(MIN_EPOCH_S // 86400, MAX_EPOCH_S // 86400, int(rng.integers(10, 50)))}
+    days = {
+        int(v)
+        for v in rng.integers(
+            MIN_EPOCH_S // 86400, MAX_EPOCH_S // 86400, int(rng.integers(10, 50))
+        )
+    }
     days.update({0, -1, 10956, 11016})  # 1970-01-01, 1969-12-31, 2000-01-01, 2000-02-29
-    days.update(int(v) for v in rng.integers(18000, 18100, 10))  # a dense cluster: values repeat
+    days.update(
+        int(v) for v in rng.integers(18000, 18100, 10)
+    )  # a dense cluster: values repeat
     return sorted(days)
 
 
 def _timestamp_domain(rng: np.random.Generator, unit: str) -> list[int]:
     """Instants in the column's unit: midnights, pre-epoch values, sub-second parts."""
     per_s = NS_PER_UNIT["s"] // NS_PER_UNIT[unit]
-    seconds = [int(v) for v in rng.integers(MIN_EPOCH_S, MAX_EPOCH_S, int(rng.integers(10, 40)))]
-    seconds += [int(v) * 86400 for v in rng.integers(18000, 18030, 5)]  # midnights: DATE literals hit
+    seconds = [
+        int(v)
+        for v in rng.integers(MIN_EPOCH_S, MAX_EPOCH_S, int(rng.integers(10, 40)))
+    ]
+    seconds += [
+        int(v) * 86400 for v in rng.integers(18000, 18030, 5)
+    ]  # midnights: DATE literals hit
     seconds += [0, -1, 1]
     values = set()
     for s in seconds:
-        fraction = int(rng.integers(0, per_s)) if per_s > 1 and rng.random() < 0.6 else 0
+        fraction = (
+            int(rng.integers(0, per_s)) if per_s > 1 and rng.random() < 0.6 else 0
+        )
         if unit == "ns" and rng.random() < 0.5:
             fraction -= fraction % 1000  # half of the ns values are whole microseconds
         values.add(s * per_s + fraction)
@@ -208,13 +261,17 @@ def _order_key(value: Any) -> Any:
     """Sort key matching Parquet's statistics order: bytes for strings, NaN last for floats."""
     if isinstance(value, str):
         return (0, value.encode())
-    if isinstance(value, float) and value != value:
+    if _is_nan(value):
         return (1, 0.0)
     return (0, value)
 
 
 def _sample(
-    rng: np.random.Generator, domain: Sequence[Any], n: int, name: str, null_fraction: float
+    rng: np.random.Generator,
+    domain: Sequence[Any],
+    n: int,
+    name: str,
+    null_fraction: float,
 ) -> list[Any]:
     """Draws ``n`` values from ``domain``; sorted columns keep their order around the nulls."""
     values = [domain[i] for i in rng.integers(0, len(domain), n)]
@@ -222,17 +279,22 @@ def _sample(
     if name in SORTED_ASC or name in SORTED_DESC:
         # NaN is sprinkled like the nulls, not bunched at the end: pages then mix NaN with
         # narrow min/max statistics, the case where NaN-blind pruning drops rows.
-        regular = sorted((v for v in values if not _is_nan(v)), key=_order_key, reverse=name in SORTED_DESC)
+        regular = sorted(
+            (v for v in values if not _is_nan(v)),
+            key=_order_key,
+            reverse=name in SORTED_DESC,
+        )
         nans = len(values) - len(regular)
-        slots = [i for i in range(n)]
-        nan_slots = set(int(i) for i in rng.choice(slots, nans, replace=False)) if nans else set()
+        nan_slots = (
+            {int(i) for i in rng.choice(n, nans, replace=False)} if nans else set()
+        )
         it = iter(regular)
         values = [float("nan") if i in nan_slots else next(it) for i in range(n)]
     return [None if null else v for v, null in zip(values, nulls)]
 
 
 def _is_nan(value: Any) -> bool:
-    return isinstance(value, float) and value != value
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _struct_column(rng: np.random.Generator, n: int) -> pa.Array:
@@ -245,8 +307,12 @@ def _struct_column(rng: np.random.Generator, n: int) -> pa.Array:
 
 
 def _list_column(rng: np.random.Generator, n: int) -> pa.Array:
-    rows = [[int(x) for x in rng.integers(0, 10, int(rng.integers(0, 4)))] for _ in range(n)]
-    return pa.array([None if rng.random() < 0.15 else r for r in rows], pa.list_(pa.int32()))
+    rows = [
+        [int(x) for x in rng.integers(0, 10, int(rng.integers(0, 4)))] for _ in range(n)
+    ]
+    return pa.array(
+        [None if rng.random() < 0.15 else r for r in rows], pa.list_(pa.int32())
+    )
 
 
 def _map_column(rng: np.random.Generator, n: int) -> pa.Array:
@@ -254,11 +320,17 @@ def _map_column(rng: np.random.Generator, n: int) -> pa.Array:
     rows: list[Any] = []
     for _ in range(n):
         chosen = rng.choice(keys, int(rng.integers(0, 3)), replace=False)
-        rows.append(None if rng.random() < 0.15 else [(str(k), int(rng.integers(0, 100))) for k in chosen])
+        rows.append(
+            None
+            if rng.random() < 0.15
+            else [(str(k), int(rng.integers(0, 100))) for k in chosen]
+        )
     return pa.array(rows, pa.map_(pa.string(), pa.int32()))
 
 
-def _scalar_columns() -> list[tuple[str, pa.DataType, Callable[[np.random.Generator], list[Any]]]]:
+def _scalar_columns() -> list[
+    tuple[str, pa.DataType, Callable[[np.random.Generator], list[Any]]]
+]:
     """(name, type, domain) of every column a predicate may use, in table order."""
     cols: list[tuple[str, pa.DataType, Callable[[np.random.Generator], list[Any]]]] = []
     for name, t in [
@@ -287,7 +359,13 @@ def _scalar_columns() -> list[tuple[str, pa.DataType, Callable[[np.random.Genera
     for tz in (None, "UTC"):
         for unit in ("s", "ms", "us", "ns"):
             name = f"ts_{unit}" + ("_tz" if tz else "")
-            cols.append((name, pa.timestamp(unit, tz), lambda rng, unit=unit: _timestamp_domain(rng, unit)))
+            cols.append(
+                (
+                    name,
+                    pa.timestamp(unit, tz),
+                    lambda rng, unit=unit: _timestamp_domain(rng, unit),
+                )
+            )
     cols.append(("bool", pa.bool_(), lambda rng: [False, True]))
     return cols
 
@@ -369,7 +447,9 @@ def _pyarrow_options(n_rows: int) -> dict[str, Any]:
 
 
 def _bloom_options(table: pa.Table) -> dict[str, Any]:
-    return {c: {"ndv": 200, "fpp": 0.01} for c in BLOOM_COLUMNS if c in table.column_names}
+    return {
+        c: {"ndv": 200, "fpp": 0.01} for c in BLOOM_COLUMNS if c in table.column_names
+    }
 
 
 def write_pyarrow(table: pa.Table, out_dir: str, variant: str = "pyarrow") -> Written:
@@ -382,7 +462,11 @@ def write_pyarrow(table: pa.Table, out_dir: str, variant: str = "pyarrow") -> Wr
     if variant == "pyarrow":
         options["bloom_filter_options"] = _bloom_options(table)
     elif variant == "pyarrow-nodict":
-        options.update(use_dictionary=False, data_page_version="2.0", bloom_filter_options=_bloom_options(table))
+        options.update(
+            use_dictionary=False,
+            data_page_version="2.0",
+            bloom_filter_options=_bloom_options(table),
+        )
     elif variant == "pyarrow-decint":
         options["store_decimal_as_integer"] = True
     elif variant == "pyarrow-noindex":
@@ -407,18 +491,26 @@ def write_pyarrow_hive(table: pa.Table, out_dir: str, seed: int) -> Written:
     show up as a row mismatch, and the hidden one is garbage, so reading it raises.
     """
     rng = np.random.default_rng(seed + 1000)
-    part = pa.array([HIVE_VALUES[i] for i in rng.integers(0, len(HIVE_VALUES), table.num_rows)])
-    options = _pyarrow_options(table.num_rows // 6)  # each file holds about a sixth of the rows
+    part = pa.array(
+        [HIVE_VALUES[i] for i in rng.integers(0, len(HIVE_VALUES), table.num_rows)]
+    )
+    options = _pyarrow_options(
+        table.num_rows // 6
+    )  # each file holds about a sixth of the rows
     files, pieces = [], []
     for value in HIVE_VALUES:
         piece = table.filter(pc.equal(part, value))
         directory = os.path.join(out_dir, f"part={value}")
         os.makedirs(directory, exist_ok=True)
-        for i, chunk in enumerate([piece.slice(0, piece.num_rows // 2), piece.slice(piece.num_rows // 2)]):
+        for i, chunk in enumerate(
+            [piece.slice(0, piece.num_rows // 2), piece.slice(piece.num_rows // 2)]
+        ):
             path = os.path.join(directory, f"chunk-{i}.parquet")
             pq.write_table(chunk, path, **options)
             files.append(path)
-        pieces.append(piece.append_column("part", pa.array([value] * piece.num_rows, pa.string())))
+        pieces.append(
+            piece.append_column("part", pa.array([value] * piece.num_rows, pa.string()))
+        )
     _add_directory_junk(out_dir, table)
     return Written("pyarrow-hive", out_dir, files, pa.concat_tables(pieces), hive=True)
 
@@ -457,10 +549,14 @@ def write_duckdb(table: pa.Table, out_dir: str, con: Any) -> Written:
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "data.parquet")
     name = f"datagen_{abs(hash(out_dir))}"
-    cursor = con.cursor()  # its own connection: no unfinished result of the caller's gets in the way
+    cursor = (
+        con.cursor()
+    )  # its own connection: no unfinished result of the caller's gets in the way
     try:
         cursor.register(name, table)
-        cursor.execute(f"COPY (SELECT * FROM {name}) TO {_sql_string(path)} (FORMAT parquet, ROW_GROUP_SIZE 1024)")
+        cursor.execute(
+            f"COPY (SELECT * FROM {name}) TO {_sql_string(path)} (FORMAT parquet, ROW_GROUP_SIZE 1024)"
+        )
         cursor.fetchall()
     finally:
         cursor.close()
@@ -490,7 +586,9 @@ def spark_compatible(table: pa.Table) -> pa.Table:
     return pa.table(columns, names=table.column_names)
 
 
-def write_spark(table: pa.Table, out_dir: str, spark: Any, int96: bool = False) -> Written:
+def write_spark(
+    table: pa.Table, out_dir: str, spark: Any, int96: bool = False
+) -> Written:
     """A Spark-written directory: two part files, small pages, bloom filters on a few columns.
 
     ``int96`` writes time-zone-aware timestamps as INT96, as Spark did for years (and as
@@ -531,12 +629,26 @@ def write_spark(table: pa.Table, out_dir: str, spark: Any, int96: bool = False) 
     return Written("spark-int96" if int96 else "spark", out_dir, files, table)
 
 
-WRITERS = ("pyarrow", "pyarrow-nodict", "pyarrow-decint", "pyarrow-noindex", "pyarrow-hive", "arrow-rs", "duckdb")
+WRITERS = (
+    "pyarrow",
+    "pyarrow-nodict",
+    "pyarrow-decint",
+    "pyarrow-noindex",
+    "pyarrow-hive",
+    "arrow-rs",
+    "duckdb",
+)
 SPARK_WRITERS = ("spark", "spark-int96")
 
 
 def write_fixture(
-    writer: str, seed: int, out_dir: str, *, n_rows: int = DEFAULT_ROWS, duckdb_con: Any = None, spark: Any = None
+    writer: str,
+    seed: int,
+    out_dir: str,
+    *,
+    n_rows: int = DEFAULT_ROWS,
+    duckdb_con: Any = None,
+    spark: Any = None,
 ) -> Written:
     """Generates the seeded table and writes it with ``writer`` into a fresh ``out_dir``."""
     if os.path.exists(out_dir):

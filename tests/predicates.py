@@ -19,8 +19,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 import random
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -30,7 +30,12 @@ import pyarrow.compute as pc
 
 COMPARISONS = ("=", "!=", "<>", "<", "<=", ">", ">=")
 NS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
-US_PER_UNIT = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": 1}  # ns literals are whole microseconds
+US_PER_UNIT = {
+    "s": 1_000_000,
+    "ms": 1_000,
+    "us": 1,
+    "ns": 1,
+}  # ns literals are whole microseconds
 EPOCH = dt.datetime(1970, 1, 1)
 EPOCH_DATE = dt.date(1970, 1, 1)
 US_PER_DAY = 86_400_000_000
@@ -66,9 +71,79 @@ class Literal:
 
 
 @dataclass(frozen=True)
+class Node:
+    """A predicate as a tree, so a failing one can be shrunk to a minimal reproducer.
+
+    ``op`` is ``atom`` (``sql`` holds its text), ``and``, ``or`` or ``not``. ``bare`` marks a
+    child rendered without parentheses (an AND under an OR, where precedence allows it).
+    """
+
+    op: str
+    children: tuple[Node, ...] = ()
+    sql: str = ""
+    columns: frozenset[str] = frozenset()
+    bare: bool = False
+
+    def render(self) -> str:
+        if self.op == "atom":
+            return self.sql
+        if self.op == "not":
+            return f"NOT ({self.children[0].render()})"
+        joiner = " AND " if self.op == "and" else " OR "
+        return joiner.join(
+            c.render() if c.bare else f"({c.render()})" for c in self.children
+        )
+
+    def smaller(self) -> Iterator[Node]:
+        """Strictly smaller predicates: each child alone, the node without one child, and
+        the node with one child replaced by a smaller version of it."""
+        if self.op == "atom":
+            return
+        for child in self.children:
+            yield replace(child, bare=False)
+        if self.op in ("and", "or") and len(self.children) > 2:
+            for i in range(len(self.children)):
+                yield self._with_children(self.children[:i] + self.children[i + 1 :])
+        for i, child in enumerate(self.children):
+            for smaller in child.smaller():
+                kept = replace(smaller, bare=child.bare and smaller.op != "or")
+                yield self._with_children(
+                    self.children[:i] + (kept,) + self.children[i + 1 :]
+                )
+
+    def _with_children(self, children: tuple[Node, ...]) -> Node:
+        columns = frozenset().union(*(c.columns for c in children))
+        return replace(self, children=children, columns=columns)
+
+
+@dataclass(frozen=True)
 class Predicate:
     sql: str
     columns: frozenset[str]  # top-level columns the predicate reads
+    tree: Node | None = None
+
+    @staticmethod
+    def of(tree: Node) -> Predicate:
+        return Predicate(tree.render(), tree.columns, tree)
+
+
+def shrink(
+    predicate: Predicate, fails: Callable[[Predicate], bool], budget: int = 200
+) -> Predicate:
+    """Greedily replaces ``predicate`` by smaller ones that still fail, within ``budget`` tries."""
+    if predicate.tree is None:
+        return predicate
+    current, tries, progress = predicate.tree, 0, True
+    while progress and tries < budget:
+        progress = False
+        for candidate in current.smaller():
+            tries += 1
+            if fails(Predicate.of(candidate)):
+                current, progress = candidate, True
+                break
+            if tries >= budget:
+                break
+    return Predicate.of(current)
 
 
 def _kind(type_: pa.DataType) -> str | None:
@@ -149,7 +224,9 @@ def float_sql(value: float, double_form: bool = False) -> str:
     if math.isnan(value):
         return "CAST('NaN' AS DOUBLE)"
     if math.isinf(value):
-        return "CAST('Infinity' AS DOUBLE)" if value > 0 else "CAST('-Infinity' AS DOUBLE)"
+        return (
+            "CAST('Infinity' AS DOUBLE)" if value > 0 else "CAST('-Infinity' AS DOUBLE)"
+        )
     if value == 0 and math.copysign(1, value) < 0:
         return "CAST('-0.0' AS DOUBLE)" if double_form else "-0.0"
     text = repr(value)
@@ -169,6 +246,25 @@ def date_sql(days: int) -> str:
 def timestamp_sql(micros: int) -> str:
     moment = EPOCH + dt.timedelta(microseconds=micros)
     return f"TIMESTAMP '{moment.isoformat(sep=' ')}'"
+
+
+def literal_sql(type_: pa.DataType, value: Any) -> str:
+    """The plainest SQL literal for a value in working form (see :class:`Column`)."""
+    if pa.types.is_timestamp(type_):
+        return timestamp_sql(value * NS_PER_UNIT[type_.unit] // 1000)
+    if pa.types.is_date32(type_):
+        return date_sql(value)
+    if pa.types.is_floating(type_):
+        return float_sql(value)
+    if pa.types.is_decimal(type_):
+        return decimal_sql(value)
+    if pa.types.is_binary(type_) or pa.types.is_large_binary(type_):
+        return f"CAST({sql_string(blob_text(value))} AS BLOB)"
+    if isinstance(value, str):
+        return sql_string(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _float_key(value: float) -> tuple[int, float]:
@@ -194,7 +290,9 @@ class Literals:
         return self.rng.choice(column.values) if column.values else default
 
     def _strategy(self) -> str:
-        return self.rng.choices(["present", "neighbour", "between", "edge"], [55, 17, 13, 15])[0]
+        return self.rng.choices(
+            ["present", "neighbour", "between", "edge"], [55, 17, 13, 15]
+        )[0]
 
     def _int(self, column: Column) -> Literal:
         info = np.iinfo(column.type.to_pandas_dtype())
@@ -206,7 +304,9 @@ class Literals:
             half = Decimal(v) + Decimal("0.5") * self.rng.choice((-1, 1))
             return Literal(half, decimal_sql(half))
         elif strategy == "edge":
-            v = self.rng.choice([int(info.min), int(info.max), int(info.min) - 1, int(info.max) + 1, 0])
+            v = self.rng.choice(
+                [int(info.min), int(info.max), int(info.min) - 1, int(info.max) + 1, 0]
+            )
         if self.rng.random() < 0.03:
             return Literal(v, f"{v}.0e0")  # a DOUBLE literal against an integer column
         return Literal(v, str(v))
@@ -223,7 +323,17 @@ class Literals:
             v = (finite[i] + finite[min(i + 1, len(finite) - 1)]) / 2
         elif strategy == "edge":
             v = self.rng.choice(
-                [math.nan, math.inf, -math.inf, -0.0, 0.0, 1.7976931348623157e308, -3.4028234663852886e38, 1e39, 5e-324]
+                [
+                    math.nan,
+                    math.inf,
+                    -math.inf,
+                    -0.0,
+                    0.0,
+                    1.7976931348623157e308,
+                    -3.4028234663852886e38,
+                    1e39,
+                    5e-324,
+                ]
             )
         if is_f32 and math.isfinite(v) and self.rng.random() < 0.3:
             # The shortest text of the float32 value ("0.1"): DuckDB casts it to FLOAT, so it matches.
@@ -311,7 +421,12 @@ class Literals:
     def _timestamp_edges(unit: str) -> list[int]:
         if unit == "ns":
             return [-9_100_000_000_000_000, 9_100_000_000_000_000, 0, -1]
-        return [-62_135_596_800_000_000, 253_402_300_799_999_999, 0, -1]  # 0001-01-01 .. 9999-12-31
+        return [
+            -62_135_596_800_000_000,
+            253_402_300_799_999_999,
+            0,
+            -1,
+        ]  # 0001-01-01 .. 9999-12-31
 
     @staticmethod
     def _date_fits(unit: str, micros: int) -> bool:
@@ -340,44 +455,61 @@ class PredicateGenerator:
     float to DOUBLE, date to TIMESTAMP, naive timestamp to DATE).
     """
 
-    def __init__(self, table: pa.Table, seed: int, *, column_casts: bool = True, max_depth: int = 3):
+    def __init__(
+        self,
+        table: pa.Table,
+        seed: int,
+        *,
+        column_casts: bool = True,
+        max_depth: int = 3,
+    ):
         self.rng = random.Random(seed)
         self.columns = columns_of(table)
         self.literals = Literals(self.rng)
         self.column_casts = column_casts
         self.max_depth = max_depth
-        self._used: set[str] = set()
 
     def generate(self) -> Predicate:
-        self._used = set()
-        sql = self._expr(self.rng.randint(0, self.max_depth))
-        return Predicate(sql, frozenset(self._used))
+        return Predicate.of(self._expr(self.rng.randint(0, self.max_depth)))
 
-    def _expr(self, depth: int) -> str:
+    def _expr(self, depth: int) -> Node:
         if depth == 0 or self.rng.random() < 0.25:
             return self._atom()
         choice = self.rng.choices(["and", "or", "not"], [40, 40, 20])[0]
         if choice == "not":
-            return f"NOT ({self._expr(depth - 1)})"
-        children = [self._expr(depth - 1) for _ in range(self.rng.randint(2, 3))]
-        joiner = " AND " if choice == "and" else " OR "
-        return joiner.join(self._parenthesised(child, choice) for child in children)
+            child = self._expr(depth - 1)
+            return Node("not", (child,), columns=child.columns)
+        children = tuple(
+            self._bare_if_allowed(self._expr(depth - 1), choice)
+            for _ in range(self.rng.randint(2, 3))
+        )
+        return Node(
+            choice, children, columns=frozenset().union(*(c.columns for c in children))
+        )
 
-    def _parenthesised(self, child: str, parent: str) -> str:
-        """Children go in parentheses, except (sometimes) an AND under an OR, where SQL's
-        precedence makes them unnecessary: the parser's precedence gets tested too."""
-        if parent == "or" and " OR " not in child and self.rng.random() < 0.3:
-            return child
-        return f"({child})"
+    def _bare_if_allowed(self, child: Node, parent: str) -> Node:
+        """Children go in parentheses, except (sometimes) an AND or an atom under an OR,
+        where SQL's precedence makes them unnecessary: the parser's precedence gets tested."""
+        if (
+            parent == "or"
+            and child.op in ("and", "atom", "not")
+            and self.rng.random() < 0.3
+        ):
+            return replace(child, bare=True)
+        return child
 
-    def _atom(self) -> str:
+    def _atom(self) -> Node:
         column = self.rng.choice(self.columns)
-        self._used.add(column.name)
         if column.kind == "bool":
-            return self._bool_atom(column)
+            return Node(
+                "atom", sql=self._bool_atom(column), columns=frozenset({column.name})
+            )
         expr, literal_column = self._column_expr(column)
-        form = self.rng.choices(["compare", "between", "in", "null", "null_literal"], [50, 15, 18, 12, 5])[0]
-        return getattr(self, f"_{form}")(expr, literal_column)
+        form = self.rng.choices(
+            ["compare", "between", "in", "null", "null_literal"], [50, 15, 18, 12, 5]
+        )[0]
+        sql = getattr(self, f"_{form}")(expr, literal_column)
+        return Node("atom", sql=sql, columns=frozenset({column.name}))
 
     def _column_expr(self, column: Column) -> tuple[str, Column]:
         """The column as the predicate spells it, and the column its literals come from."""
@@ -406,13 +538,17 @@ class PredicateGenerator:
 
     def _between(self, expr: str, column: Column) -> str:
         low, high = self.literals.for_column(column), self.literals.for_column(column)
-        if (low.key > high.key) != (self.rng.random() < 0.15):  # now and then, an empty range
+        if (low.key > high.key) != (
+            self.rng.random() < 0.15
+        ):  # now and then, an empty range
             low, high = high, low
         negate = "NOT " if self.rng.random() < 0.25 else ""
         return f"{expr} {negate}BETWEEN {low.sql} AND {high.sql}"
 
     def _in(self, expr: str, column: Column) -> str:
-        items = [self.literals.for_column(column).sql for _ in range(self.rng.randint(1, 5))]
+        items = [
+            self.literals.for_column(column).sql for _ in range(self.rng.randint(1, 5))
+        ]
         if self.rng.random() < 0.2:
             items.insert(self.rng.randrange(len(items) + 1), "NULL")
         negate = "NOT " if self.rng.random() < 0.3 else ""
@@ -430,7 +566,9 @@ class PredicateGenerator:
             lambda: column.sql,
             lambda: f"NOT {column.sql}",
             lambda: f"{column.sql} = {self.literals.for_column(column).sql}",
-            lambda: f"{column.sql} {self.rng.choice(COMPARISONS)} {self.literals.for_column(column).sql}",
+            lambda: (
+                f"{column.sql} {self.rng.choice(COMPARISONS)} {self.literals.for_column(column).sql}"
+            ),
             lambda: f"{column.sql} IN ({self.literals.for_column(column).sql}, NULL)",
             lambda: self._null(column.sql, column),
         ]

@@ -23,6 +23,10 @@ pub enum Error {
     #[error("{0}")]
     Unsupported(String),
 
+    /// An argument other than the predicate is invalid (an unknown column, a bad size).
+    #[error("{0}")]
+    InvalidArgument(String),
+
     /// The source cannot be read as loose Parquet files.
     #[error("{0}")]
     Source(String),

@@ -3,6 +3,13 @@
 
 pub mod error;
 pub mod io;
+pub mod metadata;
 pub mod predicate;
+pub mod prune;
+pub mod read;
+pub mod scan;
+pub mod source;
+pub mod write;
 
 pub use error::{Error, Result};
+pub use scan::{Scan, ScanOptions, ScanStream};

@@ -1,1 +1,24 @@
-use pyo3::prelude::*; #[pymodule] fn _native(_m:&Bound<PyModule>)->PyResult<()>{Ok(())}
+//! The `pqindex._native` extension module: thin bindings over `pqindex-core`.
+
+mod error;
+mod metadata;
+mod runtime;
+mod scan;
+mod source;
+mod write;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<scan::PyScan>()?;
+    m.add_class::<metadata::PyFileMetadata>()?;
+    m.add_function(wrap_pyfunction!(scan::scan, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::read_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::metadata_cache_info, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::set_metadata_cache_capacity, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::clear_metadata_cache, m)?)?;
+    m.add_function(wrap_pyfunction!(write::write, m)?)?;
+    Ok(())
+}

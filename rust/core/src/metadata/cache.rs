@@ -1,0 +1,184 @@
+//! A process-wide cache of parsed footers (and page indexes), bounded by bytes.
+//!
+//! Entries are keyed by path and checked against the file's full identity on every hit:
+//! a file rewritten in place, even with the same size and mtime, changes its change time,
+//! and a file replaced by rename changes its inode, so stale metadata is never served.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use lru::LruCache;
+use parquet::file::metadata::ParquetMetaData;
+
+use crate::error::Result;
+use crate::io::{FileIdentity, LocalFile};
+use crate::metadata::footer::{load_page_index, read_footer};
+
+pub const DEFAULT_CAPACITY: usize = 256 * 1024 * 1024;
+
+struct Entry {
+    identity: FileIdentity,
+    metadata: Arc<ParquetMetaData>,
+    page_index: bool,
+    bytes: usize,
+}
+
+struct State {
+    entries: LruCache<String, Entry>,
+    bytes: usize,
+    capacity: usize,
+    hits: u64,
+    misses: u64,
+}
+
+pub struct MetadataCache {
+    state: Mutex<State>,
+}
+
+/// Counters of a cache, for users and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheInfo {
+    pub entries: usize,
+    pub bytes: usize,
+    pub capacity: usize,
+    pub hits: u64,
+    pub misses: u64,
+}
+
+/// What a lookup did, for the scan's metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadOutcome {
+    pub footer_hit: bool,
+    pub page_index_loaded: bool,
+}
+
+pub fn global_cache() -> &'static MetadataCache {
+    static CACHE: OnceLock<MetadataCache> = OnceLock::new();
+    CACHE.get_or_init(|| MetadataCache::new(DEFAULT_CAPACITY))
+}
+
+impl MetadataCache {
+    pub fn new(capacity: usize) -> Self {
+        MetadataCache {
+            state: Mutex::new(State {
+                entries: LruCache::unbounded(),
+                bytes: 0,
+                capacity,
+                hits: 0,
+                misses: 0,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock cannot leave the map inconsistent (every update
+        // is a single insert or pop), so a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The metadata of `file`, with the page index when `page_index` is set, from the
+    /// cache when the cached entry belongs to this very version of the file.
+    pub fn get(&self, file: &LocalFile, page_index: bool) -> Result<(Arc<ParquetMetaData>, LoadOutcome)> {
+        let key = file.path().to_string();
+        let cached = {
+            let mut st = self.lock();
+            let hit = match st.entries.get(&key) {
+                Some(e) if &e.identity == file.identity().as_ref() => {
+                    Some((e.metadata.clone(), e.page_index))
+                }
+                _ => None,
+            };
+            if hit.is_some() {
+                st.hits += 1;
+            } else {
+                st.misses += 1;
+            }
+            hit
+        };
+        let mut outcome = LoadOutcome::default();
+        let (metadata, has_index) = match cached {
+            Some((md, has_index)) if has_index || !page_index => {
+                outcome.footer_hit = true;
+                return Ok((md, outcome));
+            }
+            Some((md, has_index)) => {
+                outcome.footer_hit = true;
+                (md, has_index)
+            }
+            None => (Arc::new(read_footer(file)?), false),
+        };
+        let (metadata, has_index) = if page_index && !has_index {
+            outcome.page_index_loaded = true;
+            (Arc::new(load_page_index(file, &metadata)?), true)
+        } else {
+            (metadata, has_index)
+        };
+        self.insert(key, file.identity().as_ref().clone(), metadata.clone(), has_index);
+        Ok((metadata, outcome))
+    }
+
+    fn insert(&self, key: String, identity: FileIdentity, metadata: Arc<ParquetMetaData>, page_index: bool) {
+        let bytes = metadata.memory_size() + key.len();
+        let mut st = self.lock();
+        if bytes > st.capacity {
+            if let Some(old) = st.entries.pop(&key) {
+                st.bytes -= old.bytes;
+            }
+            return;
+        }
+        if let Some(old) = st.entries.put(
+            key,
+            Entry {
+                identity,
+                metadata,
+                page_index,
+                bytes,
+            },
+        ) {
+            st.bytes -= old.bytes;
+        }
+        st.bytes += bytes;
+        while st.bytes > st.capacity {
+            match st.entries.pop_lru() {
+                Some((_, old)) => st.bytes -= old.bytes,
+                None => break,
+            }
+        }
+    }
+
+    pub fn set_capacity(&self, capacity: usize) {
+        let mut st = self.lock();
+        st.capacity = capacity;
+        while st.bytes > st.capacity {
+            match st.entries.pop_lru() {
+                Some((_, old)) => st.bytes -= old.bytes,
+                None => break,
+            }
+        }
+    }
+
+    pub fn clear(&self) {
+        let mut st = self.lock();
+        st.entries.clear();
+        st.bytes = 0;
+        st.hits = 0;
+        st.misses = 0;
+    }
+
+    pub fn info(&self) -> CacheInfo {
+        let st = self.lock();
+        CacheInfo {
+            entries: st.entries.len(),
+            bytes: st.bytes,
+            capacity: st.capacity,
+            hits: st.hits,
+            misses: st.misses,
+        }
+    }
+}
+
+impl Default for MetadataCache {
+    fn default() -> Self {
+        Self::new(DEFAULT_CAPACITY)
+    }
+}
+

@@ -1,0 +1,101 @@
+//! Reading a footer with one speculative tail read, and the page index with one more.
+//!
+//! Lengths in the footer come from disk: every one is checked against the file size before
+//! anything is allocated, and a parser panic on hostile bytes becomes an `InvalidFile`.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+
+use parquet::errors::ParquetError;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+
+use crate::error::{Error, Result};
+use crate::io::LocalFile;
+
+/// Most footers fit in this many bytes, so one read usually fetches the whole footer.
+const TAIL_HINT: u64 = 64 * 1024;
+const MAGIC: &[u8; 4] = b"PAR1";
+
+/// Read and parse the footer of `file` (without the page index).
+pub fn read_footer(file: &LocalFile) -> Result<ParquetMetaData> {
+    let path = file.path();
+    let size = file.identity().size;
+    if size < 12 {
+        return Err(Error::invalid_file(
+            path,
+            format!("not a Parquet file: {size} bytes is too small to hold a footer"),
+        ));
+    }
+    let tail_len = size.min(TAIL_HINT);
+    let tail = file.read_range(size - tail_len, tail_len as usize)?;
+    let end = &tail[tail.len() - 8..];
+    if &end[4..] != MAGIC {
+        if &end[4..] == b"PARE" {
+            return Err(Error::unsupported(format!(
+                "{path}: encrypted Parquet files are not supported"
+            )));
+        }
+        return Err(Error::invalid_file(
+            path,
+            "not a Parquet file: it does not end with the PAR1 magic",
+        ));
+    }
+    let footer_len = u64::from(u32::from_le_bytes([end[0], end[1], end[2], end[3]]));
+    if footer_len + 12 > size {
+        return Err(Error::invalid_file(
+            path,
+            format!("corrupt footer: its length ({footer_len} bytes) exceeds the file size ({size} bytes)"),
+        ));
+    }
+    let needed = footer_len + 8;
+    let buf = if needed <= tail_len {
+        tail.slice((tail_len - needed) as usize..)
+    } else {
+        file.read_range(size - needed, needed as usize)?
+    };
+    guarded(path, || {
+        let mut reader = ParquetMetaDataReader::new();
+        reader.try_parse_sized(&buf, size)?;
+        reader.finish()
+    })
+}
+
+/// Add the page index (ColumnIndex and OffsetIndex) to `metadata`, with one read of the
+/// range that holds all of them. Files written without one are returned unchanged.
+pub fn load_page_index(file: &LocalFile, metadata: &ParquetMetaData) -> Result<ParquetMetaData> {
+    let path = file.path();
+    guarded(path, || {
+        let mut reader = ParquetMetaDataReader::new_with_metadata(metadata.clone())
+            .with_page_index_policy(PageIndexPolicy::Optional);
+        reader.read_page_indexes(file)?;
+        reader.finish()
+    })
+    .map_err(|e| match e {
+        Error::InvalidFile { path, reason } => Error::InvalidFile {
+            path,
+            reason: format!("corrupt page index: {reason}"),
+        },
+        other => other,
+    })
+}
+
+/// Run a parser on untrusted bytes: its errors, and any panic, become `InvalidFile`.
+fn guarded<T>(path: &str, f: impl FnOnce() -> Result<T, ParquetError>) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(ParquetError::External(e))) => match e.downcast::<Error>() {
+            Ok(inner) => Err(*inner),
+            Err(e) => Err(Error::invalid_file(path, format!("corrupt metadata: {e}"))),
+        },
+        Ok(Err(e)) => Err(Error::invalid_file(path, format!("corrupt metadata: {e}"))),
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "parser panicked".to_string());
+            Err(Error::invalid_file(path, format!("corrupt metadata: {msg}")))
+        }
+    }
+}
+

@@ -1,0 +1,329 @@
+//! Reading one scan unit: fetch only the selected pages, decode the predicate columns
+//! first and filter exactly, then decode the other columns for surviving rows only.
+//!
+//! The arrow reader does the late materialisation (`RowFilter`, one predicate per
+//! conjunct, most selective first); this module decides what to prefetch, in which order
+//! to evaluate, and shapes the output (column order, partition columns).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_schema::{ArrowError, DataType, SchemaRef};
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::{
+    ArrowPredicate, ArrowPredicateFn, ParquetRecordBatchReaderBuilder, RowFilter, RowSelectionPolicy,
+};
+use parquet::arrow::ProjectionMask;
+
+use parquet::file::reader::{ChunkReader, Length};
+
+use crate::error::{Error, Result};
+use crate::io::coalesce::PrefetchedFile;
+use crate::io::{IoStats, LocalFile};
+use crate::predicate::eval;
+use crate::predicate::expr::Predicate;
+use crate::predicate::value::{to_scalar_array, Value};
+use crate::prune::page;
+use crate::prune::plan::ScanUnit;
+use crate::prune::row_ranges::RowRanges;
+
+/// Ranges closer than this are fetched in one read.
+const COALESCE_GAP: u64 = 64 * 1024;
+
+/// Counters the readers of one scan add to.
+#[derive(Debug, Default)]
+pub struct ReadMetrics {
+    pub rows_scanned: AtomicU64,
+    pub rows_matched: AtomicU64,
+    pub pages_read: AtomicU64,
+    pub dictionary_pages_read: AtomicU64,
+    pub units_read: AtomicU64,
+}
+
+/// What the output looks like, shared by every unit of a scan.
+#[derive(Debug, Clone)]
+pub struct OutputShape {
+    pub schema: SchemaRef,
+    /// Per output column: a root column of the file, or a partition column.
+    pub columns: Vec<OutputColumn>,
+    pub batch_size: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputColumn {
+    Root(usize),
+    Partition(usize),
+}
+
+impl OutputShape {
+    pub fn roots(&self) -> Vec<usize> {
+        let mut r: Vec<usize> = self
+            .columns
+            .iter()
+            .filter_map(|c| match c {
+                OutputColumn::Root(i) => Some(*i),
+                OutputColumn::Partition(_) => None,
+            })
+            .collect();
+        r.sort_unstable();
+        r.dedup();
+        r
+    }
+}
+
+/// A prefetched file that remembers which offsets the page reader asked for, to count
+/// the pages a unit really read.
+#[derive(Clone)]
+struct TrackedFile {
+    inner: PrefetchedFile,
+    offsets: Arc<Mutex<HashSet<u64>>>,
+}
+
+impl Length for TrackedFile {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+impl ChunkReader for TrackedFile {
+    type T = <PrefetchedFile as ChunkReader>::T;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        self.inner.get_read(start)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        if let Ok(mut o) = self.offsets.lock() {
+            o.insert(start);
+        }
+        self.inner.get_bytes(start, length)
+    }
+}
+
+/// Read `unit` as a stream of output batches.
+pub fn read_unit(
+    unit: &ScanUnit,
+    shape: &OutputShape,
+    io: &Arc<IoStats>,
+    metrics: &Arc<ReadMetrics>,
+) -> Result<impl Iterator<Item = Result<RecordBatch>> + Send + 'static> {
+    let planned = &unit.file;
+    let path = planned.path.clone();
+    let file = LocalFile::open_expecting(&path, &planned.identity, io.clone())?;
+    let md = planned.reader_metadata.metadata().clone();
+    let schema_descr = md.file_metadata().schema_descr_ptr();
+    let rg = unit.row_group;
+    let predicate = planned.predicate.clone();
+
+    let roots = shape.roots();
+    let projection = ProjectionMask::roots(&schema_descr, roots.iter().copied());
+    let projected_leaves: Vec<usize> = (0..schema_descr.num_columns())
+        .filter(|l| roots.contains(&schema_descr.get_column_root_idx(*l)))
+        .collect();
+
+    // Conjuncts become row filters, the most selective (by the page index) first.
+    let mut filters: Vec<(u64, u64, Predicate, Vec<usize>)> = Vec::new();
+    if let Some(p) = &predicate {
+        for c in p.conjuncts() {
+            let leaves: Vec<usize> = c.columns().iter().filter_map(|col| col.leaf).collect();
+            let rows = if md.offset_index().is_some() {
+                page::row_ranges(&md, rg, c).intersect(&unit.ranges).row_count()
+            } else {
+                unit.ranges.row_count()
+            };
+            let bytes: u64 = leaves
+                .iter()
+                .map(|l| md.row_group(rg).column(*l).compressed_size().max(0) as u64)
+                .sum();
+            filters.push((rows, bytes, c.clone(), leaves));
+        }
+        filters.sort_by_key(|(rows, bytes, _, _)| (*rows, *bytes));
+    }
+
+    // Prefetch what is certainly read: the predicate columns' selected pages, or every
+    // projected column's selected pages when nothing filters them further.
+    let eager_leaves: Vec<usize> = if filters.is_empty() {
+        projected_leaves.clone()
+    } else {
+        let mut l: Vec<usize> = filters.iter().flat_map(|f| f.3.iter().copied()).collect();
+        l.sort_unstable();
+        l.dedup();
+        l
+    };
+    let mut prefetched = PrefetchedFile::new(file);
+    let ranges = byte_ranges(&md, rg, &eager_leaves, &unit.ranges, unit.row_group_rows);
+    prefetched.prefetch(ranges, COALESCE_GAP).map_err(|e| e.in_file(&path))?;
+    let offsets = Arc::new(Mutex::new(HashSet::new()));
+    let tracked = TrackedFile {
+        inner: prefetched,
+        offsets: offsets.clone(),
+    };
+
+    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(tracked, planned.reader_metadata.clone())
+        .with_row_groups(vec![rg])
+        .with_projection(projection)
+        .with_batch_size(shape.batch_size)
+        .with_row_selection_policy(RowSelectionPolicy::Selectors);
+    if unit.ranges.row_count() < unit.row_group_rows {
+        builder = builder.with_row_selection(unit.ranges.to_selection(unit.row_group_rows));
+    }
+    if !filters.is_empty() {
+        let predicates: Vec<Box<dyn ArrowPredicate>> = filters
+            .into_iter()
+            .map(|(_, _, pred, leaves)| {
+                let mask = ProjectionMask::leaves(&schema_descr, leaves);
+                Box::new(ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
+                    eval::selection(&pred, &batch)
+                })) as Box<dyn ArrowPredicate>
+            })
+            .collect();
+        builder = builder.with_row_filter(RowFilter::new(predicates));
+    }
+    metrics
+        .rows_scanned
+        .fetch_add(unit.ranges.row_count(), Ordering::Relaxed);
+    let reader = builder.build().map_err(|e| Error::from(e).in_file(&path))?;
+
+    // Map the reader's columns (file order) to the requested order.
+    let reader_schema = arrow_array::RecordBatchReader::schema(&reader);
+    let positions: Vec<Option<usize>> = shape
+        .columns
+        .iter()
+        .map(|c| match c {
+            OutputColumn::Root(i) => {
+                let name = planned.reader_metadata.schema().field(*i).name();
+                reader_schema.index_of(name).ok()
+            }
+            OutputColumn::Partition(_) => None,
+        })
+        .collect();
+    let partition_values = planned.partition_values.clone();
+    let shape = shape.clone();
+    let metrics = metrics.clone();
+    let md_for_count = md.clone();
+    let mut finished = false;
+    let mut inner = reader;
+    Ok(std::iter::from_fn(move || {
+        if finished {
+            return None;
+        }
+        match inner.next() {
+            Some(Ok(batch)) => {
+                metrics
+                    .rows_matched
+                    .fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+                Some(shape_batch(&batch, &shape, &positions, &partition_values).map_err(|e| Error::from(e).in_file(&path)))
+            }
+            Some(Err(e)) => {
+                finished = true;
+                Some(Err(Error::from(e).in_file(&path)))
+            }
+            None => {
+                finished = true;
+                count_pages(&md_for_count, rg, &offsets, &metrics);
+                metrics.units_read.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }))
+}
+
+/// Byte ranges of the pages of `leaves` that hold selected rows, with their dictionary
+/// pages; whole column chunks where there is no offset index.
+fn byte_ranges(
+    md: &parquet::file::metadata::ParquetMetaData,
+    rg: usize,
+    leaves: &[usize],
+    selected: &RowRanges,
+    rows: u64,
+) -> Vec<std::ops::Range<u64>> {
+    let mut out = Vec::new();
+    for &leaf in leaves {
+        let chunk = md.row_group(rg).column(leaf);
+        let (start, len) = chunk.byte_range();
+        match page::offset_index(md, rg, leaf) {
+            Some(oi) if !oi.page_locations().is_empty() => {
+                let locs = oi.page_locations();
+                let first = locs[0].offset.max(0) as u64;
+                if first > start {
+                    out.push(start..first);
+                }
+                let bounds = page::page_boundaries(oi, rows);
+                for (i, loc) in locs.iter().enumerate() {
+                    if selected.overlaps(&(bounds[i]..bounds[i + 1].max(bounds[i]))) {
+                        let s = loc.offset.max(0) as u64;
+                        out.push(s..s + loc.compressed_page_size.max(0) as u64);
+                    }
+                }
+            }
+            _ => out.push(start..start + len),
+        }
+    }
+    out
+}
+
+fn count_pages(
+    md: &parquet::file::metadata::ParquetMetaData,
+    rg: usize,
+    offsets: &Arc<Mutex<HashSet<u64>>>,
+    metrics: &ReadMetrics,
+) {
+    let Ok(touched) = offsets.lock() else { return };
+    let data_pages: HashSet<u64> = md
+        .offset_index()
+        .and_then(|oi| oi.get(rg))
+        .map(|cols| {
+            cols.iter()
+                .flat_map(|c| c.page_locations().iter().map(|p| p.offset.max(0) as u64))
+                .collect()
+        })
+        .unwrap_or_default();
+    let data = touched.iter().filter(|o| data_pages.contains(o)).count() as u64;
+    metrics.pages_read.fetch_add(data, Ordering::Relaxed);
+    metrics
+        .dictionary_pages_read
+        .fetch_add(touched.len() as u64 - data, Ordering::Relaxed);
+}
+
+/// Put the reader's batch in the requested column order and add partition columns.
+fn shape_batch(
+    batch: &RecordBatch,
+    shape: &OutputShape,
+    positions: &[Option<usize>],
+    partition_values: &[Option<Value>],
+) -> Result<RecordBatch, ArrowError> {
+    let rows = batch.num_rows();
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(shape.columns.len());
+    for (i, c) in shape.columns.iter().enumerate() {
+        let field = shape.schema.field(i);
+        match (c, positions[i]) {
+            (OutputColumn::Root(_), Some(pos)) => columns.push(batch.column(pos).clone()),
+            (OutputColumn::Partition(p), _) => {
+                columns.push(constant_column(partition_values.get(*p).and_then(|v| v.as_ref()), field.data_type(), rows)?)
+            }
+            (OutputColumn::Root(_), None) => {
+                return Err(ArrowError::SchemaError(format!("column {} missing from the reader", field.name())))
+            }
+        }
+    }
+    RecordBatch::try_new_with_options(
+        shape.schema.clone(),
+        columns,
+        &RecordBatchOptions::new().with_row_count(Some(rows)),
+    )
+}
+
+fn constant_column(v: Option<&Value>, data_type: &DataType, rows: usize) -> Result<ArrayRef, ArrowError> {
+    match v {
+        None => Ok(new_null_array(data_type, rows)),
+        Some(v) => {
+            let one = to_scalar_array(v, data_type).map_err(ArrowError::from)?;
+            let indices = arrow_array::UInt32Array::from(vec![0u32; rows]);
+            arrow_select::take::take(one.as_ref(), &indices, None)
+        }
+    }
+}
+
+

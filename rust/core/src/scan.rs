@@ -1,0 +1,478 @@
+//! A scan: plan (list, prune files, row groups and pages) once, then stream the selected
+//! rows, reading units on a pool of threads while the consumer receives them in order.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex};
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
+
+use crate::error::{Error, Result};
+use crate::io::{IoStats, LocalFile};
+use crate::metadata::MetadataCache;
+use crate::predicate::{self, BindSchema, Predicate};
+use crate::prune::plan::{plan_file, FilePlan, PlanContext, PlanMetrics, ScanUnit};
+use crate::read::{read_unit, OutputColumn, OutputShape, ReadMetrics};
+use crate::source::list_source;
+
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    pub predicate: Option<String>,
+    pub columns: Option<Vec<String>>,
+    pub batch_size: usize,
+    pub threads: usize,
+    /// "Now" for `now()` and `current_date`, in ns since the epoch; the plan time if unset.
+    pub now_ns: Option<i128>,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            predicate: None,
+            columns: None,
+            batch_size: 65536,
+            threads: default_threads(),
+            now_ns: None,
+        }
+    }
+}
+
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
+/// A planned scan. Its rows are read by `stream`.
+pub struct Scan {
+    pub shape: OutputShape,
+    pub units: Vec<ScanUnit>,
+    pub plan_metrics: PlanMetrics,
+    pub predicate: Option<Predicate>,
+    pub where_text: Option<String>,
+    pub summaries: Vec<String>,
+    pub threads: usize,
+    pub io: Arc<IoStats>,
+    pub read: Arc<ReadMetrics>,
+}
+
+impl Scan {
+    /// Plan a scan of `paths`. `cancel` is polled between files.
+    pub fn plan(paths: &[String], opts: &ScanOptions, cache: &MetadataCache, cancel: &AtomicBool) -> Result<Scan> {
+        if opts.batch_size == 0 {
+            return Err(Error::InvalidArgument("batch_size must be positive".into()));
+        }
+        let listing = list_source(paths)?;
+        let io = Arc::new(IoStats::default());
+        let first = &listing.files[0].path;
+        let first_file = LocalFile::open(first, io.clone())?;
+        // The first footer gives the schema; planning then finds it in the cache.
+        let (md, first_outcome) = cache.get(&first_file, false)?;
+        let descr = md.file_metadata().schema_descr();
+        let schema = parquet::arrow::parquet_to_arrow_schema(descr, md.file_metadata().key_value_metadata())
+            .map_err(|e| Error::from(e).in_file(first))?;
+        let native = parquet::arrow::parquet_to_arrow_schema(descr, None)
+            .map_err(|e| Error::from(e).in_file(first))?;
+        for f in &listing.partition_fields {
+            if schema.fields().iter().any(|d| d.name().eq_ignore_ascii_case(f.name())) {
+                return Err(Error::Source(format!(
+                    "partition directory key {} is also a column of the files",
+                    f.name()
+                )));
+            }
+        }
+
+        let now_ns = opts.now_ns.unwrap_or_else(now_ns);
+        let predicate = match &opts.predicate {
+            None => None,
+            Some(text) => {
+                let ast = predicate::sql::parse(text, now_ns)?;
+                let bind_schema = BindSchema {
+                    arrow: &schema,
+                    native: &native,
+                    parquet: descr,
+                    partitions: &listing.partition_fields,
+                };
+                Some(predicate::bind(&ast, &bind_schema)?)
+            }
+        };
+
+        let shape = output_shape(&schema, &listing.partition_fields, opts)?;
+        let roots = shape.roots();
+        let projected_leaves: Vec<usize> = (0..descr.num_columns())
+            .filter(|l| roots.contains(&descr.get_column_root_idx(*l)))
+            .collect();
+
+        let ctx = PlanContext {
+            predicate: predicate.as_ref(),
+            schema: &schema,
+            projected_leaves: &projected_leaves,
+            cache,
+            io: &io,
+        };
+        let threads = opts.threads.max(1);
+        let plans = plan_files(&listing.files, &ctx, threads.min(listing.files.len()), cancel)?;
+        let mut plan_metrics = PlanMetrics::default();
+        let mut units = Vec::new();
+        let mut summaries = Vec::new();
+        for p in &plans {
+            plan_metrics.add(&p.metrics);
+        }
+        if !first_outcome.footer_hit && plan_metrics.footer_cache_hits > 0 {
+            plan_metrics.footers_read += 1;
+            plan_metrics.footer_cache_hits -= 1;
+        }
+        for p in plans {
+            units.extend(p.units);
+            summaries.push(p.summary);
+        }
+        Ok(Scan {
+            shape,
+            units,
+            plan_metrics,
+            predicate,
+            where_text: opts.predicate.clone(),
+            summaries,
+            threads,
+            io,
+            read: Arc::new(ReadMetrics::default()),
+        })
+    }
+
+    pub fn schema(&self) -> SchemaRef {
+        self.shape.schema.clone()
+    }
+
+    /// Stream the selected rows. Units are read on `threads` threads; batches arrive in
+    /// plan order, and at most a few units are read ahead of the consumer.
+    pub fn stream(&self) -> ScanStream {
+        ScanStream::start(
+            self.units.clone(),
+            self.shape.clone(),
+            self.io.clone(),
+            self.read.clone(),
+            self.threads,
+        )
+    }
+
+    /// Counters of pruning and reading; read counters grow as the stream is consumed.
+    pub fn metrics(&self) -> Vec<(&'static str, u64)> {
+        let m = &self.plan_metrics;
+        let r = &self.read;
+        let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        vec![
+            ("files", m.files),
+            ("files_pruned", m.files_pruned),
+            ("files_pruned_by_partition", m.files_pruned_by_partition),
+            ("row_groups", m.row_groups),
+            ("row_groups_pruned_by_stats", m.row_groups_pruned_by_stats),
+            ("row_groups_pruned_by_bloom", m.row_groups_pruned_by_bloom),
+            ("row_groups_pruned_by_page_index", m.row_groups_pruned_by_page_index),
+            ("pages", m.pages),
+            ("pages_pruned", m.pages_pruned),
+            ("pages_read", l(&r.pages_read)),
+            ("dictionary_pages_read", l(&r.dictionary_pages_read)),
+            ("rows_selected", m.rows_selected),
+            ("rows_scanned", l(&r.rows_scanned)),
+            ("rows_matched", l(&r.rows_matched)),
+            ("units", self.units.len() as u64),
+            ("units_read", l(&r.units_read)),
+            ("footers_read", m.footers_read),
+            ("footer_cache_hits", m.footer_cache_hits),
+            ("page_indexes_read", m.page_indexes_read),
+            ("bloom_filters_read", m.bloom_filters_read),
+            ("bytes_read", self.io.bytes()),
+            ("requests", self.io.requests()),
+        ]
+    }
+
+    pub fn explain(&self) -> String {
+        use std::fmt::Write;
+        let m = &self.plan_metrics;
+        let mut s = String::new();
+        let _ = writeln!(s, "pqindex scan");
+        let _ = writeln!(
+            s,
+            "  where:       {}",
+            self.where_text.as_deref().unwrap_or("(none)")
+        );
+        if let Some(p) = &self.predicate {
+            let _ = writeln!(s, "  bound as:    {p}");
+        }
+        let names: Vec<&str> = self.shape.schema.fields().iter().map(|f| f.name().as_str()).collect();
+        let _ = writeln!(s, "  columns:     {}", names.join(", "));
+        let _ = writeln!(
+            s,
+            "  files:       {} listed, {} pruned ({} by partition values)",
+            m.files, m.files_pruned, m.files_pruned_by_partition
+        );
+        let _ = writeln!(
+            s,
+            "  row groups:  {} in opened files, {} pruned by statistics, {} by bloom filters, {} by page index",
+            m.row_groups, m.row_groups_pruned_by_stats, m.row_groups_pruned_by_bloom, m.row_groups_pruned_by_page_index
+        );
+        let _ = writeln!(
+            s,
+            "  pages:       {} of the needed columns in kept row groups, {} pruned by page index",
+            m.pages, m.pages_pruned
+        );
+        let _ = writeln!(
+            s,
+            "  units:       {} (row groups to read), {} rows selected",
+            self.units.len(),
+            m.rows_selected
+        );
+        let _ = writeln!(
+            s,
+            "  metadata:    {} footers read, {} from cache, {} page indexes, {} bloom filters",
+            m.footers_read, m.footer_cache_hits, m.page_indexes_read, m.bloom_filters_read
+        );
+        let r = &self.read;
+        let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let _ = writeln!(
+            s,
+            "  read so far: {} rows scanned, {} matched, {} data pages, {} dictionary pages, {} bytes in {} requests",
+            l(&r.rows_scanned),
+            l(&r.rows_matched),
+            l(&r.pages_read),
+            l(&r.dictionary_pages_read),
+            self.io.bytes(),
+            self.io.requests()
+        );
+        const SHOWN: usize = 20;
+        for line in self.summaries.iter().take(SHOWN) {
+            let _ = writeln!(s, "    {line}");
+        }
+        if self.summaries.len() > SHOWN {
+            let _ = writeln!(s, "    ... {} more files", self.summaries.len() - SHOWN);
+        }
+        s
+    }
+}
+
+fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+fn output_shape(schema: &Schema, partitions: &[Field], opts: &ScanOptions) -> Result<OutputShape> {
+    let columns: Vec<OutputColumn> = match &opts.columns {
+        None => (0..schema.fields().len())
+            .map(OutputColumn::Root)
+            .chain((0..partitions.len()).map(OutputColumn::Partition))
+            .collect(),
+        Some(names) => names
+            .iter()
+            .map(|n| {
+                let find = |exact: bool| {
+                    let eq = |a: &str| if exact { a == n } else { a.eq_ignore_ascii_case(n) };
+                    schema
+                        .fields()
+                        .iter()
+                        .position(|f| eq(f.name()))
+                        .map(OutputColumn::Root)
+                        .or_else(|| partitions.iter().position(|f| eq(f.name())).map(OutputColumn::Partition))
+                };
+                find(true).or_else(|| find(false)).ok_or_else(|| {
+                    let known: Vec<&str> = schema
+                        .fields()
+                        .iter()
+                        .map(|f| f.name().as_str())
+                        .chain(partitions.iter().map(|f| f.name().as_str()))
+                        .collect();
+                    Error::InvalidArgument(format!("unknown column {n:?} in columns (columns: {})", known.join(", ")))
+                })
+            })
+            .collect::<Result<_>>()?,
+    };
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|c| match c {
+            OutputColumn::Root(i) => schema.field(*i).clone(),
+            OutputColumn::Partition(p) => partitions[*p].clone(),
+        })
+        .collect();
+    Ok(OutputShape {
+        schema: Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone())),
+        columns,
+        batch_size: opts.batch_size,
+    })
+}
+
+/// Plan every file on `threads` threads; results in file order.
+fn plan_files(
+    files: &[crate::source::SourceFile],
+    ctx: &PlanContext,
+    threads: usize,
+    cancel: &AtomicBool,
+) -> Result<Vec<FilePlan>> {
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<Result<FilePlan>>>> = files.iter().map(|_| Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| loop {
+                if cancel.load(Ordering::Relaxed) {
+                    return;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(f) = files.get(i) else { return };
+                let r = plan_file(&f.path, &f.partition_values, ctx);
+                let failed = r.is_err();
+                if let Ok(mut slot) = results[i].lock() {
+                    *slot = Some(r);
+                }
+                if failed {
+                    return;
+                }
+            });
+        }
+    });
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::Cancelled);
+    }
+    let mut out = Vec::with_capacity(files.len());
+    for (slot, f) in results.into_iter().zip(files) {
+        match slot.into_inner().unwrap_or(None) {
+            Some(r) => out.push(r?),
+            None => {
+                return Err(Error::Source(format!("{}: planning stopped after an earlier error", f.path)))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Scan results as an Arrow record batch reader.
+pub struct ScanStream {
+    schema: SchemaRef,
+    receivers: VecDeque<Receiver<Result<RecordBatch>>>,
+    shared: Arc<StreamShared>,
+    started: Option<Box<dyn FnOnce() + Send>>,
+}
+
+struct StreamShared {
+    /// Index of the unit the consumer is reading; workers stay within a window of it.
+    consumer: Mutex<usize>,
+    moved: Condvar,
+    cancel: AtomicBool,
+}
+
+impl ScanStream {
+    fn start(units: Vec<ScanUnit>, shape: OutputShape, io: Arc<IoStats>, read: Arc<ReadMetrics>, threads: usize) -> Self {
+        let n = units.len();
+        let (senders, receivers): (Vec<SyncSender<Result<RecordBatch>>>, VecDeque<_>) =
+            (0..n).map(|_| sync_channel(2)).unzip();
+        let shared = Arc::new(StreamShared {
+            consumer: Mutex::new(0),
+            moved: Condvar::new(),
+            cancel: AtomicBool::new(false),
+        });
+        let schema = shape.schema.clone();
+        let worker_shared = shared.clone();
+        let started = move || {
+            let units = Arc::new(units);
+            let senders: Arc<Vec<Mutex<Option<SyncSender<Result<RecordBatch>>>>>> =
+                Arc::new(senders.into_iter().map(|s| Mutex::new(Some(s))).collect());
+            let next = Arc::new(AtomicUsize::new(0));
+            let window = threads * 2 + 2;
+            for _ in 0..threads.min(n).max(1) {
+                let (units, senders, next, shared, shape, io, read) = (
+                    units.clone(),
+                    senders.clone(),
+                    next.clone(),
+                    worker_shared.clone(),
+                    shape.clone(),
+                    io.clone(),
+                    read.clone(),
+                );
+                std::thread::spawn(move || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= units.len() {
+                        return;
+                    }
+                    // Wait until the consumer is close enough, so memory stays bounded.
+                    {
+                        let mut pos = shared.consumer.lock().unwrap_or_else(|e| e.into_inner());
+                        while i >= *pos + window && !shared.cancel.load(Ordering::Relaxed) {
+                            pos = shared.moved.wait(pos).unwrap_or_else(|e| e.into_inner());
+                        }
+                    }
+                    if shared.cancel.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let Some(tx) = senders[i].lock().ok().and_then(|mut s| s.take()) else {
+                        continue;
+                    };
+                    match read_unit(&units[i], &shape, &io, &read) {
+                        Ok(batches) => {
+                            for b in batches {
+                                let stop = b.is_err();
+                                if tx.send(b).is_err() {
+                                    shared.cancel.store(true, Ordering::Relaxed);
+                                    return;
+                                }
+                                if stop {
+                                    break;
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                        }
+                    }
+                });
+            }
+        };
+        ScanStream {
+            schema,
+            receivers,
+            shared,
+            started: Some(Box::new(started)),
+        }
+    }
+
+    fn advance(&mut self) {
+        self.receivers.pop_front();
+        let mut pos = self.shared.consumer.lock().unwrap_or_else(|e| e.into_inner());
+        *pos += 1;
+        self.shared.moved.notify_all();
+    }
+}
+
+impl Iterator for ScanStream {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(start) = self.started.take() {
+            start();
+        }
+        loop {
+            let rx = self.receivers.front()?;
+            match rx.recv() {
+                Ok(Ok(batch)) if batch.num_rows() == 0 => continue,
+                Ok(Ok(batch)) => return Some(Ok(batch)),
+                Ok(Err(e)) => {
+                    self.receivers.clear();
+                    self.shared.cancel.store(true, Ordering::Relaxed);
+                    self.shared.moved.notify_all();
+                    return Some(Err(ArrowError::from(e)));
+                }
+                Err(_) => self.advance(),
+            }
+        }
+    }
+}
+
+impl RecordBatchReader for ScanStream {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+impl Drop for ScanStream {
+    fn drop(&mut self) {
+        self.shared.cancel.store(true, Ordering::Relaxed);
+        self.shared.moved.notify_all();
+    }
+}

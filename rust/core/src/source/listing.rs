@@ -1,0 +1,166 @@
+//! Expanding a source (a file, a directory, or a list of them) into data files.
+//!
+//! Spark's rules: names starting with `_` or `.` are not data (`_SUCCESS`, `_pqindex/`,
+//! `.part-0.crc`), at any depth. A table format's directory is refused rather than read as
+//! loose files: its data files include removed and uncommitted ones.
+
+use std::path::{Path, PathBuf};
+
+use arrow_schema::Field;
+
+use crate::error::{Error, Result};
+use crate::predicate::value::Value;
+use crate::source::partition::{infer_partitions, parse_hive_segment};
+
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    pub path: String,
+    /// Values of the partition columns, in `Listing::partition_fields` order.
+    pub partition_values: Vec<Option<Value>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Listing {
+    pub files: Vec<SourceFile>,
+    pub partition_fields: Vec<Field>,
+}
+
+/// Expand `paths`. A single directory gets hive partition columns from `key=value`
+/// directories below it; explicit files are taken as they are.
+pub fn list_source(paths: &[String]) -> Result<Listing> {
+    if paths.is_empty() {
+        return Err(Error::Source("the source names no files".into()));
+    }
+    let mut found: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    let single_dir = paths.len() == 1 && Path::new(&paths[0]).is_dir();
+    for p in paths {
+        let path = Path::new(p);
+        let md = std::fs::metadata(path).map_err(|e| Error::io(p, e))?;
+        if md.is_dir() {
+            refuse_table_formats(path)?;
+            let mut files = Vec::new();
+            walk(path, path, &mut files)?;
+            if files.is_empty() {
+                return Err(Error::Source(format!(
+                    "{p}: no data files below this directory (names starting with '_' or '.' are skipped)"
+                )));
+            }
+            for (file, rel_dirs) in files {
+                let parts = if single_dir {
+                    rel_dirs.iter().filter_map(|d| parse_hive_segment(d)).collect()
+                } else {
+                    Vec::new()
+                };
+                found.push((file.to_string_lossy().into_owned(), parts));
+            }
+        } else {
+            found.push((p.clone(), Vec::new()));
+        }
+    }
+    let (partition_fields, values) = infer_partitions(&found)?;
+    Ok(Listing {
+        files: found
+            .into_iter()
+            .zip(values)
+            .map(|((path, _), partition_values)| SourceFile {
+                path,
+                partition_values,
+            })
+            .collect(),
+        partition_fields,
+    })
+}
+
+fn is_hidden(name: &str) -> bool {
+    name.starts_with('_') || name.starts_with('.')
+}
+
+/// Files below `dir` in name order, with the directory names between `root` and each.
+fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, Vec<String>)>) -> Result<()> {
+    let shown = dir.to_string_lossy().into_owned();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(&shown, e))?
+        .collect::<std::io::Result<Vec<_>>>()
+        .map_err(|e| Error::io(&shown, e))?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if is_hidden(&name) {
+            continue;
+        }
+        let path = entry.path();
+        let md = std::fs::metadata(&path).map_err(|e| Error::io(&path.to_string_lossy(), e))?;
+        if md.is_dir() {
+            walk(root, &path, out)?;
+        } else if md.is_file() {
+            let rel_dirs = path
+                .parent()
+                .and_then(|p| p.strip_prefix(root).ok())
+                .map(|rel| {
+                    rel.components()
+                        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            out.push((path, rel_dirs));
+        }
+    }
+    Ok(())
+}
+
+fn refuse_table_formats(dir: &Path) -> Result<()> {
+    let shown = dir.display();
+    if dir.join("_delta_log").is_dir() {
+        return Err(Error::Source(format!(
+            "{shown} is a Delta Lake table: its directory holds removed and uncommitted files, so it cannot be read as loose Parquet files; read it through Delta (for instance with the deltalake package) instead"
+        )));
+    }
+    let meta = dir.join("metadata");
+    let iceberg = meta.join("version-hint.text").is_file()
+        || std::fs::read_dir(&meta)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .any(|e| e.file_name().to_string_lossy().ends_with(".metadata.json"))
+            })
+            .unwrap_or(false);
+    if iceberg {
+        return Err(Error::Source(format!(
+            "{shown} is an Iceberg table: its data directory holds files of old snapshots, so it cannot be read as loose Parquet files; read it through Iceberg (for instance with pyiceberg) instead"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skips_hidden_and_reads_partitions() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for (d, f) in [("year=2024/m=1", "a.parquet"), ("year=2025/m=2", "b.parquet")] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+            std::fs::write(root.join(d).join(f), b"x").unwrap();
+        }
+        std::fs::write(root.join("_SUCCESS"), b"").unwrap();
+        std::fs::create_dir_all(root.join("_pqindex")).unwrap();
+        std::fs::write(root.join("_pqindex/c.parquet"), b"x").unwrap();
+        std::fs::write(root.join("year=2024/.a.parquet.crc"), b"x").unwrap();
+        let l = list_source(&[root.to_string_lossy().into_owned()]).unwrap();
+        assert_eq!(l.files.len(), 2);
+        assert_eq!(l.partition_fields.len(), 2);
+        assert_eq!(l.files[1].partition_values, vec![Some(Value::Int(2025)), Some(Value::Int(2))]);
+    }
+
+    #[test]
+    fn refuses_delta_and_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("_delta_log")).unwrap();
+        std::fs::write(dir.path().join("a.parquet"), b"x").unwrap();
+        let e = list_source(&[dir.path().to_string_lossy().into_owned()]).unwrap_err();
+        assert!(matches!(e, Error::Source(m) if m.contains("Delta")));
+        let e = list_source(&["/nonexistent/x.parquet".to_string()]).unwrap_err();
+        assert!(matches!(e, Error::NotFound { .. }));
+    }
+}

@@ -1,0 +1,7 @@
+//! What a scan reads: files found under paths by Spark's rules, with hive partition
+//! values taken from their directories.
+
+pub mod listing;
+pub mod partition;
+
+pub use listing::{list_source, Listing, SourceFile};

@@ -1,0 +1,143 @@
+//! `pqindex.read_metadata` and the metadata cache controls.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use parquet::file::metadata::ParquetMetaData;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+use pyo3_arrow::ffi::to_schema_pycapsule;
+use pyo3_arrow::PyTable;
+
+use pqindex_core::io::{IoStats, LocalFile};
+use pqindex_core::metadata::{global_cache, tables};
+use pqindex_core::Error;
+
+use crate::error::IntoPyResult;
+use crate::runtime::run_blocking;
+
+/// The parsed footer (and page index) of one Parquet file.
+#[pyclass(frozen, name = "FileMetadata", module = "pqindex")]
+pub struct PyFileMetadata {
+    #[pyo3(get)]
+    path: String,
+    metadata: Arc<ParquetMetaData>,
+    schema: arrow_schema::SchemaRef,
+}
+
+fn table<'py>(py: Python<'py>, batch: Result<RecordBatch, Error>) -> PyResult<Bound<'py, PyAny>> {
+    let batch = batch.py()?;
+    let schema = batch.schema();
+    PyTable::try_new(vec![batch], schema)?.into_pyarrow(py)
+}
+
+#[pymethods]
+impl PyFileMetadata {
+    #[getter]
+    fn num_rows(&self) -> i64 {
+        self.metadata.file_metadata().num_rows()
+    }
+
+    #[getter]
+    fn num_row_groups(&self) -> usize {
+        self.metadata.num_row_groups()
+    }
+
+    #[getter]
+    fn created_by(&self) -> Option<String> {
+        self.metadata.file_metadata().created_by().map(str::to_string)
+    }
+
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        Ok(to_schema_pycapsule(py, self.schema.as_ref())?)
+    }
+
+    /// The footer's key/value pairs.
+    fn key_value_metadata(&self) -> HashMap<String, String> {
+        self.metadata
+            .file_metadata()
+            .key_value_metadata()
+            .map(|kv| {
+                kv.iter()
+                    .map(|e| (e.key.clone(), e.value.clone().unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// One row per row group, as a `pyarrow.Table`.
+    fn row_groups<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        table(py, tables::row_groups(&self.metadata))
+    }
+
+    /// One row per column chunk: statistics, encodings, sizes, bloom filter, page index.
+    fn columns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        table(py, tables::columns(&self.metadata))
+    }
+
+    /// One row per data page, from the page index.
+    fn pages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        table(py, tables::pages(&self.metadata))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<pqindex.FileMetadata {:?}: {} rows in {} row groups, {} columns>",
+            self.path,
+            self.metadata.file_metadata().num_rows(),
+            self.metadata.num_row_groups(),
+            self.schema.fields().len()
+        )
+    }
+}
+
+/// Read the footer and page index of `path` (through the metadata cache).
+#[pyfunction]
+pub fn read_metadata(py: Python<'_>, path: crate::source::Source) -> PyResult<PyFileMetadata> {
+    let [path]: [String; 1] = path.0.try_into().map_err(|_| {
+        pyo3::exceptions::PyTypeError::new_err("read_metadata takes one path")
+    })?;
+    let p = path.clone();
+    let (metadata, schema) = run_blocking(py, move |_| -> Result<_, Error> {
+        let file = LocalFile::open(&p, Arc::new(IoStats::default()))?;
+        let (md, _) = global_cache().get(&file, true)?;
+        let schema = parquet::arrow::parquet_to_arrow_schema(
+            md.file_metadata().schema_descr(),
+            md.file_metadata().key_value_metadata(),
+        )
+        .map_err(|e| Error::from(e).in_file(&p))?;
+        Ok((md, Arc::new(schema)))
+    })?
+    .py()?;
+    Ok(PyFileMetadata {
+        path,
+        metadata,
+        schema,
+    })
+}
+
+/// Entries, bytes, capacity, hits and misses of the metadata cache.
+#[pyfunction]
+pub fn metadata_cache_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let info = global_cache().info();
+    let d = PyDict::new(py);
+    d.set_item("entries", info.entries)?;
+    d.set_item("bytes", info.bytes)?;
+    d.set_item("capacity", info.capacity)?;
+    d.set_item("hits", info.hits)?;
+    d.set_item("misses", info.misses)?;
+    Ok(d)
+}
+
+/// Bound the metadata cache to `capacity_bytes` (evicting least recently used entries).
+#[pyfunction]
+pub fn set_metadata_cache_capacity(capacity_bytes: usize) {
+    global_cache().set_capacity(capacity_bytes);
+}
+
+/// Drop every cached footer and page index.
+#[pyfunction]
+pub fn clear_metadata_cache() {
+    global_cache().clear();
+}

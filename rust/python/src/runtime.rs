@@ -1,0 +1,49 @@
+//! One helper for every long call: release the GIL while the work runs on a thread of its
+//! own, and check for Ctrl-C while waiting, cancelling the work if the user interrupts.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+
+/// Run `f` without the GIL; `f` gets a flag it should poll to stop early.
+pub fn run_blocking<T, F>(py: Python<'_>, f: F) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&AtomicBool) -> T + Send + 'static,
+{
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    // `detach` needs a `Sync` closure; the lock is only ever taken by this thread.
+    let rx = Mutex::new(rx);
+    let worker_cancel = cancel.clone();
+    std::thread::Builder::new()
+        .name("pqindex".into())
+        .spawn(move || {
+            let _ = tx.send(f(&worker_cancel));
+        })
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
+    loop {
+        let got = py.detach(|| {
+            rx.lock()
+                .map_err(|_| mpsc::RecvTimeoutError::Disconnected)
+                .and_then(|rx| rx.recv_timeout(Duration::from_millis(50)))
+        });
+        match got {
+            Ok(v) => return Ok(v),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = py.check_signals() {
+                    cancel.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "pqindex worker thread panicked",
+                ))
+            }
+        }
+    }
+}

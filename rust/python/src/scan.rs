@@ -1,0 +1,156 @@
+//! `pqindex.scan` and the `Scan` it returns.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader, StructArray};
+use arrow_schema::Field;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+use pyo3_arrow::ffi::{to_schema_pycapsule, to_stream_pycapsule, ArrayIterator};
+use pyo3_arrow::PyTable;
+
+use pqindex_core::metadata::global_cache;
+use pqindex_core::{Error, Scan, ScanOptions};
+
+use crate::error::IntoPyResult;
+use crate::runtime::run_blocking;
+use crate::source::Source;
+
+/// A planned scan: pruned down to the pages that can match, read on demand.
+#[pyclass(frozen, name = "Scan", module = "pqindex")]
+pub struct PyScan {
+    scan: Arc<Scan>,
+    consumed: AtomicBool,
+}
+
+impl PyScan {
+    fn take_stream(&self) -> PyResult<pqindex_core::ScanStream> {
+        if self.consumed.swap(true, Ordering::SeqCst) {
+            return Err(consumed_error());
+        }
+        Ok(self.scan.stream())
+    }
+}
+
+fn consumed_error() -> PyErr {
+    Python::attach(|py| {
+        match PyModule::import(py, "pqindex._errors")
+            .and_then(|m| m.getattr("ScanConsumedError"))
+            .and_then(|c| c.call1(("the rows of this scan were already consumed; call pqindex.scan again",)))
+        {
+            Ok(v) => PyErr::from_value(v),
+            Err(e) => e,
+        }
+    })
+}
+
+/// Export a record batch reader as an Arrow C stream capsule.
+pub fn stream_capsule<'py>(
+    py: Python<'py>,
+    reader: Box<dyn RecordBatchReader + Send>,
+    requested_schema: Option<Bound<'py, PyCapsule>>,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let schema = reader.schema();
+    let arrays = reader.map(|b| b.map(|b| Arc::new(StructArray::from(b)) as ArrayRef));
+    let field = Field::new_struct("", schema.fields().clone(), false).with_metadata(schema.metadata().clone());
+    let iter = ArrayIterator::new(arrays, Arc::new(field));
+    Ok(to_stream_pycapsule(py, Box::new(iter), requested_schema)?)
+}
+
+#[pymethods]
+impl PyScan {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyCapsule>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let stream = self.take_stream()?;
+        stream_capsule(py, Box::new(stream), requested_schema)
+    }
+
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        Ok(to_schema_pycapsule(py, self.scan.schema().as_ref())?)
+    }
+
+    /// Read every selected row into a `pyarrow.Table`.
+    fn to_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let stream = self.take_stream()?;
+        let schema = self.scan.schema();
+        let batches = run_blocking(py, move |cancel| -> Result<Vec<RecordBatch>, Error> {
+            let mut out = Vec::new();
+            for b in stream {
+                if cancel.load(Ordering::Relaxed) {
+                    return Err(Error::Cancelled);
+                }
+                out.push(b.map_err(arrow_to_core)?);
+            }
+            Ok(out)
+        })?
+        .py()?;
+        PyTable::try_new(batches, schema)?.into_pyarrow(py)
+    }
+
+    /// What each pruning level ruled out, and what reading has fetched so far.
+    fn explain(&self) -> String {
+        self.scan.explain()
+    }
+
+    /// Pruning and reading counters.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (k, v) in self.scan.metrics() {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
+    fn __repr__(&self) -> String {
+        let m = &self.scan.plan_metrics;
+        format!(
+            "<pqindex.Scan: {} files ({} pruned), {} row groups to read, {} rows selected>",
+            m.files,
+            m.files_pruned,
+            self.scan.units.len(),
+            m.rows_selected
+        )
+    }
+}
+
+/// Errors that crossed the Arrow reader come back as ArrowError; recover ours.
+fn arrow_to_core(e: arrow_schema::ArrowError) -> Error {
+    match e {
+        arrow_schema::ArrowError::ExternalError(inner) => match inner.downcast::<Error>() {
+            Ok(err) => *err,
+            Err(other) => Error::Arrow(arrow_schema::ArrowError::ExternalError(other)),
+        },
+        other => Error::Arrow(other),
+    }
+}
+
+/// Plan a scan of `source`, pruning with `where`.
+#[pyfunction]
+#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None))]
+pub fn scan(
+    py: Python<'_>,
+    source: Source,
+    r#where: Option<String>,
+    columns: Option<Vec<String>>,
+    batch_size: usize,
+    threads: Option<usize>,
+) -> PyResult<PyScan> {
+    let opts = ScanOptions {
+        predicate: r#where,
+        columns,
+        batch_size,
+        threads: threads.unwrap_or_else(pqindex_core::scan::default_threads),
+        now_ns: None,
+    };
+    let paths = source.0;
+    let planned = run_blocking(py, move |cancel| Scan::plan(&paths, &opts, global_cache(), cancel))?.py()?;
+    Ok(PyScan {
+        scan: Arc::new(planned),
+        consumed: AtomicBool::new(false),
+    })
+}

@@ -1,0 +1,41 @@
+//! `pqindex.write`: any Arrow stream or array to a Parquet file with a page index and
+//! bloom filters.
+
+use pyo3::prelude::*;
+use pyo3_arrow::input::AnyRecordBatch;
+
+use pqindex_core::write::{write as write_file, WriteOptions};
+
+use crate::error::IntoPyResult;
+use crate::runtime::run_blocking;
+use crate::source::Source;
+
+#[pyfunction]
+#[pyo3(signature = (data, path, *, row_group_size=None, page_row_limit=None, bloom_filter_columns=None, bloom_filter_fpp=0.01, compression="zstd".to_string()))]
+#[allow(clippy::too_many_arguments)]
+pub fn write(
+    py: Python<'_>,
+    data: AnyRecordBatch,
+    path: Source,
+    row_group_size: Option<usize>,
+    page_row_limit: Option<usize>,
+    bloom_filter_columns: Option<Vec<String>>,
+    bloom_filter_fpp: f64,
+    compression: String,
+) -> PyResult<()> {
+    let [path]: [String; 1] = path
+        .0
+        .try_into()
+        .map_err(|_| pyo3::exceptions::PyTypeError::new_err("write takes one path"))?;
+    let defaults = WriteOptions::default();
+    let opts = WriteOptions {
+        row_group_size: row_group_size.unwrap_or(defaults.row_group_size),
+        page_row_limit,
+        bloom_filter_columns: bloom_filter_columns.unwrap_or_default(),
+        bloom_filter_fpp,
+        compression,
+    };
+    let reader = data.into_reader()?;
+    run_blocking(py, move |_| write_file(reader, &path, &opts))?.py()?;
+    Ok(())
+}

@@ -1,0 +1,639 @@
+"""Differential tests: ``pqindex.scan`` must return exactly the rows DuckDB returns.
+
+For every writer (pyarrow in four flavours, a hive-partitioned directory, arrow-rs through
+``pqindex.write``, DuckDB, and Spark in the ``spark``-marked tests), several seeded tables and
+many seeded predicates, the same SQL WHERE text goes to both engines, and the results are
+compared as multisets of rows after canonicalisation (NaN equals NaN, -0.0 equals 0.0,
+timestamps compare as instants, whatever their unit or time zone). Some cases project
+columns, some of them leaving out every column the predicate reads.
+
+Each test covers one (writer, seed) fixture and runs all its cases before failing, so one
+report lists every disagreeing predicate of that fixture with the writer, the file, the
+differing rows and a snippet that reproduces it. The first few failing predicates are
+shrunk (sub-expressions dropped while the failure persists) to a minimal reproducer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import datagen
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import full_run
+from datagen import Written
+from predicates import Predicate, PredicateGenerator, literal_sql, shrink
+
+try:
+    import pqindex
+except ImportError as error:  # the generator self-test still runs without the extension
+    pqindex = None
+    PQINDEX_IMPORT_ERROR: str | None = f"{type(error).__name__}: {error}"
+else:
+    PQINDEX_IMPORT_ERROR = None
+
+# Run sizes: (seeds, cases per fixture). Default: 7 writers x 2 seeds x 22 = 308 cases.
+# Full: 7 x 6 x 50 = 2,100 cases, plus Spark's when asked for.
+DEFAULT_SIZE = (range(2), 22)
+FULL_SIZE = (range(6), 50)
+SPARK_DEFAULT_SIZE = (range(2), 30)
+SPARK_FULL_SIZE = (range(4), 60)
+
+METRIC_KEYS = (
+    "files",
+    "files_pruned",
+    "row_groups",
+    "row_groups_pruned_by_stats",
+    "row_groups_pruned_by_bloom",
+    "pages",
+    "pages_pruned",
+    "rows_scanned",
+    "rows_matched",
+    "bytes_read",
+)
+MAX_REPORTED_FAILURES = 6
+MAX_REPORTED_ROWS = 5
+SHRINK_BUDGET = 150  # scans spent shrinking one failing predicate
+
+
+def require_pqindex() -> None:
+    if pqindex is None:
+        pytest.fail(
+            f"pqindex is not importable ({PQINDEX_IMPORT_ERROR}); build and install the extension"
+        )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """(writer, seed) pairs; how many seeds and cases depends on --full."""
+    full = full_run(metafunc.config)
+    if "writer_seed" in metafunc.fixturenames:
+        seeds, _ = FULL_SIZE if full else DEFAULT_SIZE
+        pairs = [(w, s) for w in datagen.WRITERS for s in seeds]
+        metafunc.parametrize(
+            "writer_seed", pairs, ids=[f"{w}-seed{s}" for w, s in pairs]
+        )
+    if "spark_writer_seed" in metafunc.fixturenames:
+        seeds, _ = SPARK_FULL_SIZE if full else SPARK_DEFAULT_SIZE
+        pairs = [(w, s) for w in datagen.SPARK_WRITERS for s in seeds]
+        metafunc.parametrize(
+            "spark_writer_seed", pairs, ids=[f"{w}-seed{s}" for w, s in pairs]
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Canonical rows: what "the same row" means across engines
+# --------------------------------------------------------------------------------------------
+
+NAN = "NaN"  # stands for every NaN, so NaN rows match (NaN != NaN in Python)
+NS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+class Instant(NamedTuple):
+    """A timestamp as nanoseconds since the epoch: equal instants compare equal whatever
+    the unit or the time zone (naive values count as UTC)."""
+
+    ns: int
+
+    def __repr__(self) -> str:
+        seconds, ns = divmod(self.ns, 1_000_000_000)
+        moment = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=seconds)
+        return f"{moment.isoformat(sep=' ')}.{ns:09d}"
+
+
+def canonical_python(value: Any) -> Any:
+    """Hashable, engine-neutral form of one Python value from ``to_pylist``."""
+    if isinstance(value, float):
+        return NAN if math.isnan(value) else value + 0.0  # -0.0 + 0.0 is 0.0
+    if isinstance(value, dict):
+        return tuple((k, canonical_python(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return tuple(canonical_python(v) for v in value)
+    return value
+
+
+def canonical_column(column: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """A column's values in canonical form (dictionary-encoded columns decoded first)."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    if pa.types.is_timestamp(array.type):
+        factor = NS_PER_UNIT[array.type.unit]
+        return [
+            None if v is None else Instant(v * factor)
+            for v in array.cast(pa.int64()).to_pylist()
+        ]
+    return [canonical_python(v) for v in array.to_pylist()]
+
+
+def canonical_rows(table: pa.Table, names: Sequence[str]) -> Counter[tuple[Any, ...]]:
+    """The multiset of rows of ``table`` over ``names``, in that column order."""
+    columns = [canonical_column(table.column(name)) for name in names]
+    if not columns:
+        return Counter({(): table.num_rows})
+    return Counter(zip(*columns))
+
+
+def first_rows(
+    rows: Counter[tuple[Any, ...]],
+    names: Sequence[str],
+    show: Sequence[str] | None = None,
+    limit: int = MAX_REPORTED_ROWS,
+) -> list[str]:
+    """The first few rows (in a stable order), restricted to the ``show`` columns."""
+    keep = [i for i, n in enumerate(names) if show is None or n in show]
+    ordered = sorted(rows.elements(), key=repr)[:limit]
+    return [
+        "{" + ", ".join(f"{names[i]}: {_short(row[i])}" for i in keep) + "}"
+        for row in ordered
+    ]
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """One comparison: a predicate and a projection over a written fixture, with scan options."""
+
+    index: int
+    written: Written
+    predicate: Predicate
+    columns: list[str] | None
+    batch_size: int
+    threads: int | None
+    via_stream: bool  # consume through __arrow_c_stream__ instead of to_arrow()
+
+    def scan_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "where": self.predicate.sql,
+            "columns": self.columns,
+            "batch_size": self.batch_size,
+        }
+        if self.threads is not None:
+            kwargs["threads"] = self.threads
+        return kwargs
+
+    def duckdb_query(self, columns: Sequence[str] | None = None) -> str:
+        columns = self.columns if columns is None else columns
+        projection = "*" if columns is None else ", ".join(f'"{c}"' for c in columns)
+        return f"SELECT {projection} FROM {self.written.duckdb_relation()} WHERE {self.predicate.sql}"
+
+    def reproducer(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.scan_kwargs().items())
+        return (
+            f"    import pqindex, duckdb\n"
+            f"    got = pqindex.scan({self.written.source!r}, {args}).to_arrow()\n"
+            f"    con = duckdb.connect(); con.execute(\"SET TimeZone='UTC'\")\n"
+            f"    expected = con.sql({self.duckdb_query()!r}).to_arrow_table()"
+        )
+
+
+def choose_projection(
+    rng: random.Random, names: Sequence[str], used: frozenset[str]
+) -> list[str] | None:
+    """All columns (None), a random subset, or a subset without any predicate column:
+    the last checks that filtering on columns the caller did not ask for still works."""
+    roll = rng.random()
+    if roll < 0.4:
+        return None
+    if roll < 0.7:
+        return rng.sample(list(names), rng.randint(1, min(6, len(names))))
+    rest = [n for n in names if n not in used]
+    return rng.sample(rest, rng.randint(1, min(4, len(rest)))) if rest else None
+
+
+def make_cases(written: Written, seed: int, count: int) -> list[Case]:
+    generator = PredicateGenerator(written.table, seed)
+    rng = random.Random(seed * 7919 + 17)
+    cases = []
+    for index in range(count):
+        predicate = generator.generate()
+        cases.append(
+            Case(
+                index=index,
+                written=written,
+                predicate=predicate,
+                columns=choose_projection(
+                    rng, written.table.column_names, predicate.columns
+                ),
+                batch_size=rng.choice([65536, 65536, 1000, 97, 7]),
+                threads=rng.choice([None, None, 1, 2]),
+                via_stream=rng.random() < 0.3,
+            )
+        )
+    return cases
+
+
+# --------------------------------------------------------------------------------------------
+# Running one case
+# --------------------------------------------------------------------------------------------
+
+
+def duckdb_table(con: Any, query: str) -> pa.Table:
+    """The query's result as a pyarrow Table, across DuckDB API generations."""
+    relation = con.sql(query)
+    for method in ("to_arrow_table", "fetch_arrow_table"):
+        if hasattr(relation, method):
+            return getattr(relation, method)()
+    return relation.arrow().read_all()
+
+
+def run_pqindex(case: Case) -> tuple[pa.Table, dict[str, int], int]:
+    """The scan's rows, its metrics, and the largest batch it produced (0 via to_arrow)."""
+    scan = pqindex.scan(case.written.source, **case.scan_kwargs())
+    if case.via_stream:
+        reader = pa.RecordBatchReader.from_stream(scan)
+        batches = list(reader)
+        table = pa.Table.from_batches(batches, schema=reader.schema)
+        largest = max((b.num_rows for b in batches), default=0)
+    else:
+        table = scan.to_arrow()
+        largest = 0
+    return table, scan.metrics(), largest
+
+
+def case_problems(case: Case, con: Any) -> list[str]:
+    """What is wrong with pqindex's answer to this case: nothing if it agrees with DuckDB."""
+    expected = duckdb_table(con, case.duckdb_query())
+    try:
+        got, metrics, largest_batch = run_pqindex(case)
+    except Exception as error:  # noqa: BLE001 - any exception is a finding: the SQL is valid
+        return [f"pqindex raised {type(error).__name__}: {str(error)[:2000]}"]
+    problems = compare_tables(case, expected, got)
+    problems += check_metrics(case, metrics, got.num_rows)
+    if largest_batch > case.batch_size:
+        problems.append(
+            f"a batch of {largest_batch} rows > batch_size={case.batch_size}"
+        )
+    return problems
+
+
+def shrunk(case: Case, con: Any) -> Case:
+    """The case with its predicate shrunk to a smallest one that still fails."""
+    minimal = shrink(
+        case.predicate,
+        lambda p: bool(case_problems(replace(case, predicate=p), con)),
+        budget=SHRINK_BUDGET,
+    )
+    return replace(case, predicate=minimal)
+
+
+def report_failure(case: Case, problems: list[str], con: Any) -> str:
+    """The failing case, then its shrunk version in full, with context and a reproducer."""
+    small = shrunk(case, con)
+    if small.predicate.sql == case.predicate.sql:
+        return describe(case, problems + full_row_context(case, con))
+    original = (
+        f"case {case.index} (writer={case.written.writer}) where: {case.predicate.sql}"
+    )
+    summary = f"  first problem: {problems[0]}"
+    detail = describe(small, case_problems(small, con) + full_row_context(small, con))
+    return f"{original}\n{summary}\n  shrunk to:\n{detail}"
+
+
+def compare_tables(
+    case: Case, expected: pa.Table, got: pa.Table, show: Sequence[str] | None = None
+) -> list[str]:
+    """Column names and row multisets; differing rows are shown over the ``show`` columns."""
+    problems = []
+    if case.columns is not None and got.column_names != case.columns:
+        problems.append(f"columns: asked for {case.columns}, got {got.column_names}")
+    elif set(got.column_names) != set(expected.column_names):
+        problems.append(
+            f"columns: DuckDB has {sorted(expected.column_names)}, "
+            f"pqindex {sorted(got.column_names)}"
+        )
+    names = [n for n in expected.column_names if n in got.column_names]
+    want, have = canonical_rows(expected, names), canonical_rows(got, names)
+    if want != have:
+        missing, extra = want - have, have - want
+        problems.append(
+            f"rows: DuckDB returned {expected.num_rows}, pqindex {got.num_rows}"
+        )
+        for label, rows in (
+            ("missing from pqindex", missing),
+            ("extra in pqindex", extra),
+        ):
+            if rows:
+                problems.append(f"  {label} ({sum(rows.values())} rows), first ones:")
+                problems += ["    " + r for r in first_rows(rows, names, show)]
+    return problems
+
+
+def check_metrics(case: Case, metrics: dict[str, int], rows: int) -> list[str]:
+    """The metrics must add up: rows_matched is what came back, pruned counts fit in totals,
+    and every data file (and nothing else in a directory) was considered."""
+    missing = [k for k in METRIC_KEYS if k not in metrics]
+    if missing:
+        return [f"metrics: keys {missing} missing from {sorted(metrics)}"]
+    m = metrics
+    problems = []
+    if m["rows_matched"] != rows:
+        problems.append(
+            f"metrics: rows_matched={m['rows_matched']} but {rows} rows returned"
+        )
+    if (
+        m["row_groups_pruned_by_stats"] + m["row_groups_pruned_by_bloom"]
+        > m["row_groups"]
+    ):
+        problems.append(f"metrics: more row groups pruned than exist: {m}")
+    if m["pages_pruned"] > m["pages"] or m["files_pruned"] > m["files"]:
+        problems.append(f"metrics: pruned counts exceed totals: {m}")
+    if m["rows_scanned"] < m["rows_matched"]:
+        problems.append(f"metrics: rows_scanned < rows_matched: {m}")
+    if m["files"] != len(case.written.files):
+        problems.append(
+            f"metrics: files={m['files']} but the source has {len(case.written.files)} data files"
+        )
+    return problems
+
+
+def full_row_context(case: Case, con: Any) -> list[str]:
+    """For a mismatch under a projection, the differing rows over all columns, which show the
+    values the predicate looked at; or a note that without the projection the rows agree."""
+    if case.columns is None:
+        return []
+    try:
+        unprojected = replace(case, columns=None)
+        expected = duckdb_table(con, unprojected.duckdb_query())
+        got, _, _ = run_pqindex(unprojected)
+    except Exception as error:  # noqa: BLE001 - reported, not raised: the mismatch is the news
+        return [
+            f"(without the projection pqindex raised {type(error).__name__}: {error})"
+        ]
+    show = ["id", "part", *sorted(case.predicate.columns)]  # identity + tested values
+    problems = compare_tables(unprojected, expected, got, show)
+    if not problems:
+        return ["without the projection (columns=None) pqindex agrees with DuckDB"]
+    return ["without the projection (id and predicate columns shown):"] + [
+        "  " + p for p in problems
+    ]
+
+
+def describe(case: Case, problems: list[str]) -> str:
+    w = case.written
+    head = [
+        f"case {case.index}: writer={w.writer} source={w.source!r}",
+        f"  files: {w.files}",
+        f"  where: {case.predicate.sql}",
+        f"  columns={case.columns}",
+        f"  batch_size={case.batch_size} threads={case.threads} via_stream={case.via_stream}",
+    ]
+    return "\n".join(
+        head + ["  " + p for p in problems] + ["  reproduce:", case.reproducer()]
+    )
+
+
+def run_cases(cases: Sequence[Case], con: Any) -> list[str]:
+    """Reports of the failing cases; the first few are shrunk, the rest only summarised."""
+    reports = []
+    for case in cases:
+        problems = case_problems(case, con)
+        if not problems:
+            continue
+        if len(reports) < MAX_REPORTED_FAILURES:
+            reports.append(report_failure(case, problems, con))
+        else:
+            reports.append(f"case {case.index}: {case.predicate.sql}\n  {problems[0]}")
+    return reports
+
+
+def assert_all_agree(cases: Sequence[Case], failures: list[str], label: str) -> None:
+    if failures:
+        shown = "\n\n".join(failures[:MAX_REPORTED_FAILURES])
+        rest = failures[MAX_REPORTED_FAILURES : MAX_REPORTED_FAILURES + 20]
+        tail = "\n\nmore failing cases:\n" + "\n".join(rest) if rest else ""
+        pytest.fail(
+            f"{len(failures)} of {len(cases)} cases disagree with DuckDB ({label}):\n\n{shown}{tail}",
+            False,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Tests
+# --------------------------------------------------------------------------------------------
+
+
+def test_duckdb_accepts_generated_predicates(data_dir: Path, duckdb_con: Any) -> None:
+    """The generator's own check: every predicate is valid for the referee. (Runs without
+    the pqindex extension, so the suite can be validated before the extension exists.)"""
+    failures = []
+    for writer in ("pyarrow", "pyarrow-hive", "duckdb"):
+        written = datagen.write_fixture(
+            writer, 11, str(data_dir / writer), duckdb_con=duckdb_con
+        )
+        generator = PredicateGenerator(written.table, 11)
+        for _ in range(150):
+            predicate = generator.generate()
+            try:
+                duckdb_table(
+                    duckdb_con,
+                    f"SELECT count(*) FROM {written.duckdb_relation()} WHERE {predicate.sql}",
+                )
+            except Exception as error:  # noqa: BLE001 - DuckDB's errors have no common base
+                failures.append(f"{writer}: {predicate.sql}\n  {error}")
+    assert not failures, "\n".join(failures[:10])
+
+
+def test_scan_matches_duckdb(
+    writer_seed: tuple[str, int], data_dir: Path, duckdb_con: Any, full: bool
+) -> None:
+    """The differential test proper, for the writers that need no Spark."""
+    require_pqindex()
+    writer, seed = writer_seed
+    written = datagen.write_fixture(
+        writer, seed, str(data_dir / writer), duckdb_con=duckdb_con
+    )
+    cases = make_cases(written, seed, (FULL_SIZE if full else DEFAULT_SIZE)[1])
+    assert_all_agree(
+        cases, run_cases(cases, duckdb_con), f"writer={writer} seed={seed}"
+    )
+
+
+@pytest.mark.spark
+def test_spark_scan_matches_duckdb(
+    spark_writer_seed: tuple[str, int],
+    data_dir: Path,
+    duckdb_con: Any,
+    spark: Any,
+    full: bool,
+) -> None:
+    """The differential test over Spark-written directories (part files, _SUCCESS, .crc)."""
+    require_pqindex()
+    writer, seed = spark_writer_seed
+    written = datagen.write_fixture(writer, seed, str(data_dir / writer), spark=spark)
+    cases = make_cases(
+        written, seed, (SPARK_FULL_SIZE if full else SPARK_DEFAULT_SIZE)[1]
+    )
+    assert_all_agree(
+        cases, run_cases(cases, duckdb_con), f"writer={writer} seed={seed}"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("writer", ["pyarrow", "arrow-rs"])
+def test_scan_matches_duckdb_large_table(
+    writer: str, data_dir: Path, duckdb_con: Any
+) -> None:
+    """Bigger row groups and more pages per column chunk than the default fixtures."""
+    require_pqindex()
+    written = datagen.write_fixture(
+        writer, 99, str(data_dir / writer), n_rows=30_000, duckdb_con=duckdb_con
+    )
+    cases = make_cases(written, 99, 80)
+    assert_all_agree(
+        cases, run_cases(cases, duckdb_con), f"writer={writer} seed=99 rows=30000"
+    )
+
+
+# --- pruning actually happens -----------------------------------------------------------------
+
+
+def write_pruning_fixture(writer: str, table: pa.Table, directory: Path) -> str:
+    """Row groups of 2,000 rows, pages of at most 100, bloom filters on ``h`` and ``payload``."""
+    path = str(directory / f"{writer}.parquet")
+    if writer == "arrow-rs":
+        pqindex.write(
+            table,
+            path,
+            row_group_size=2000,
+            page_row_limit=100,
+            bloom_filter_columns=["h", "payload"],
+        )
+    else:
+        blooms = {c: {"ndv": table.num_rows, "fpp": 0.01} for c in ("h", "payload")}
+        pq.write_table(
+            table,
+            path,
+            row_group_size=2000,
+            max_rows_per_page=100,
+            write_batch_size=100,
+            write_page_index=True,
+            bloom_filter_options=blooms,
+        )
+    return path
+
+
+def scan_and_compare(
+    path: str, where: str, con: Any, columns: list[str] | None = None
+) -> dict[str, int]:
+    """Scans, checks the rows against DuckDB and rows_matched against the rows; returns metrics."""
+    scan = pqindex.scan(path, where=where, columns=columns)
+    got = scan.to_arrow()
+    metrics = scan.metrics()
+    projection = "*" if columns is None else ", ".join(f'"{c}"' for c in columns)
+    expected = duckdb_table(
+        con, f"SELECT {projection} FROM read_parquet('{path}') WHERE {where}"
+    )
+    names = expected.column_names
+    assert canonical_rows(got, names) == canonical_rows(expected, names), (
+        f"rows differ for {where!r} on {path}"
+    )
+    assert metrics["rows_matched"] == got.num_rows, (
+        f"rows_matched for {where!r}: {metrics}"
+    )
+    return metrics
+
+
+SELECTIVE_ON_SORTED = [
+    '"id" BETWEEN 4050 AND 4120',
+    '"id" = 12345',
+    '"id" < 150',
+    '"id" >= 19950 OR "id" IN (5, 7)',
+    'NOT ("id" >= 30) AND "payload" IS NOT NULL',
+]
+
+
+@pytest.mark.parametrize("writer", ["arrow-rs", "pyarrow"])
+@pytest.mark.parametrize("where", SELECTIVE_ON_SORTED)
+def test_pruning_fires_on_sorted_column(
+    writer: str, where: str, data_dir: Path, duckdb_con: Any
+) -> None:
+    """A selective predicate on a sorted column must skip row groups by statistics and pages
+    by the page index, read fewer rows than the file holds, and still return the right rows."""
+    require_pqindex()
+    table = datagen.make_pruning_table()
+    path = write_pruning_fixture(writer, table, data_dir)
+    metrics = scan_and_compare(path, where, duckdb_con, columns=["payload"])
+    assert metrics["row_groups_pruned_by_stats"] > 0, metrics
+    assert metrics["pages_pruned"] > 0, metrics
+    assert metrics["rows_scanned"] < table.num_rows, metrics
+
+
+@pytest.mark.parametrize("writer", ["arrow-rs", "pyarrow"])
+@pytest.mark.parametrize("column", sorted(datagen.SORTED_ASC | datagen.SORTED_DESC))
+def test_pruning_fires_per_type(
+    writer: str, column: str, data_dir: Path, duckdb_con: Any
+) -> None:
+    """Equality on a value early in each sorted column of the generated table prunes row
+    groups and pages, whatever the column's type (ints, float with NaN, decimal, string,
+    date, timestamps): a writer/type combination that silently never prunes shows here."""
+    require_pqindex()
+    written = datagen.write_fixture(
+        writer, 5, str(data_dir / writer), duckdb_con=duckdb_con
+    )
+    values = written.table.column(column).drop_null()
+    value = _working_value(values[len(values) // 20])
+    where = f'"{column}" = {literal_sql(values.type, value)}'
+    metrics = scan_and_compare(
+        written.files[0], where, duckdb_con, columns=["id", column]
+    )
+    assert metrics["rows_matched"] > 0, (where, metrics)
+    assert metrics["row_groups_pruned_by_stats"] > 0, (where, metrics)
+    assert metrics["pages_pruned"] > 0, (where, metrics)
+
+
+def _working_value(scalar: pa.Scalar) -> Any:
+    """A scalar in the predicate generator's working form (integers for dates and times)."""
+    if pa.types.is_timestamp(scalar.type):
+        return scalar.cast(pa.int64()).as_py()
+    if pa.types.is_date32(scalar.type):
+        return scalar.cast(pa.int32()).as_py()
+    return scalar.as_py()
+
+
+@pytest.mark.parametrize("writer", ["arrow-rs", "pyarrow"])
+def test_bloom_filter_prunes_absent_values(
+    writer: str, data_dir: Path, duckdb_con: Any
+) -> None:
+    """An absent value inside every row group's min/max can only be ruled out by a bloom
+    filter; a present one must still be found (no false negatives)."""
+    require_pqindex()
+    table = datagen.make_pruning_table()
+    path = write_pruning_fixture(writer, table, data_dir)
+    for where in ['"h" = 20001', "\"payload\" = 'row-1234x'", '"h" IN (777, 1999)']:
+        metrics = scan_and_compare(path, where, duckdb_con)
+        assert metrics["rows_matched"] == 0
+        assert metrics["row_groups_pruned_by_bloom"] > 0, (where, metrics)
+    present = int(table.column("h")[4321].as_py())
+    metrics = scan_and_compare(path, f'"h" = {present}', duckdb_con)
+    assert metrics["rows_matched"] == 1, metrics
+
+
+def test_rows_matched_counts_rows_returned(data_dir: Path, duckdb_con: Any) -> None:
+    """rows_matched is the number of rows the scan returned, with and without a predicate,
+    through both ways of consuming a scan."""
+    require_pqindex()
+    table = datagen.make_pruning_table(n_rows=5000)
+    path = write_pruning_fixture("pyarrow", table, data_dir)
+    for where in [None, '"id" >= 0', '"id" < 0', "\"payload\" >= 'row-4'"]:
+        scan = pqindex.scan(path, where=where)
+        rows = pa.RecordBatchReader.from_stream(scan).read_all().num_rows
+        assert scan.metrics()["rows_matched"] == rows, (where, scan.metrics())
+        scan = pqindex.scan(path, where=where)
+        assert scan.to_arrow().num_rows == scan.metrics()["rows_matched"]
