@@ -37,10 +37,28 @@ import pyarrow.parquet as pq
 DEFAULT_ROWS = 3000
 
 # Columns sorted ascending / descending: they give narrow page statistics, so page pruning fires.
-SORTED_ASC = frozenset(
-    {"id", "i32", "u32", "f64", "dec15_3", "str", "date", "ts_us", "ts_ms_tz"}
-)
+SORTED_ASC = frozenset({"id", "i32", "u32", "f64", "dec15_3", "str", "date", "ts_us", "ts_ms_tz"})
 SORTED_DESC = frozenset({"i16"})
+
+# Columns whose values come in runs (a value repeated up to 80 times): pages then hold few
+# distinct values, so page statistics prune on these too, and some pages hold only NaN,
+# only -0.0 or only nulls.
+CLUSTERED = frozenset(
+    {
+        "i8",
+        "u8",
+        "u64",
+        "f32",
+        "dec7_2",
+        "bin",
+        "lstr",
+        "ts_ms",
+        "ts_s_tz",
+        "ts_ns_tz",
+        "bool",
+        "s.a",
+    }
+)
 
 # Columns only ever projected, never used in predicates (the contract excludes them).
 PROJECTION_ONLY = frozenset({"li", "m"})
@@ -90,8 +108,7 @@ STRING_POOL = [
     "x" * 65,
     "x" * 70 + "a",
     "x" * 70 + "b",
-    "y" * 62
-    + "日本",  # the multi-byte character straddles the 64-byte truncation point
+    "y" * 62 + "日本",  # the multi-byte character straddles the 64-byte truncation point
     "y" * 62 + "日本" + "z",
 ]
 
@@ -139,9 +156,7 @@ def _int_domain(rng: np.random.Generator, type_: pa.DataType) -> list[int]:
         )
         values.update(int(v) for v in wide)
     if type_ == pa.uint64():
-        values.update(
-            {2**63, 2**63 + 1, 2**64 - 2}
-        )  # above int64's range: signedness bugs show
+        values.update({2**63, 2**63 + 1, 2**64 - 2})  # above int64's range: signedness bugs show
     return sorted(values)
 
 
@@ -174,17 +189,13 @@ def _float_domain(rng: np.random.Generator, type_: pa.DataType) -> list[float]:
             1e-300,
             9007199254740993.0,
         ]
-    randoms = [
-        round(float(v), 2) for v in rng.normal(0, 100, int(rng.integers(10, 40)))
-    ]
+    randoms = [round(float(v), 2) for v in rng.normal(0, 100, int(rng.integers(10, 40)))]
     picked = specials + [v for v in extremes if rng.random() < 0.5] + randoms
     np_type = np.float32 if type_ == pa.float32() else np.float64
     return [float(np_type(v)) for v in picked]
 
 
-def _decimal_domain(
-    rng: np.random.Generator, type_: pa.Decimal128Type
-) -> list[Decimal]:
+def _decimal_domain(rng: np.random.Generator, type_: pa.Decimal128Type) -> list[Decimal]:
     """Small unscaled values, some large ones, and the precision's min/max."""
     p, s = type_.precision, type_.scale
     top = 10**p - 1
@@ -209,9 +220,7 @@ def _string_domain(rng: np.random.Generator) -> list[str]:
 def _binary_domain(rng: np.random.Generator) -> list[bytes]:
     pool = [b for b in BINARY_POOL if rng.random() < 0.7]
     for _ in range(int(rng.integers(3, 10))):
-        pool.append(
-            bytes(int(x) for x in rng.integers(0, 256, int(rng.integers(1, 6))))
-        )
+        pool.append(bytes(int(x) for x in rng.integers(0, 256, int(rng.integers(1, 6)))))
     return sorted(set(pool))
 
 
@@ -219,33 +228,24 @@ def _date_domain(rng: np.random.Generator) -> list[int]:
     """Days since the epoch, 1900..2200, including the epoch and the day before it."""
     days = {
         int(v)
-        for v in rng.integers(
-            MIN_EPOCH_S // 86400, MAX_EPOCH_S // 86400, int(rng.integers(10, 50))
-        )
+        for v in rng.integers(MIN_EPOCH_S // 86400, MAX_EPOCH_S // 86400, int(rng.integers(10, 50)))
     }
     days.update({0, -1, 10956, 11016})  # 1970-01-01, 1969-12-31, 2000-01-01, 2000-02-29
-    days.update(
-        int(v) for v in rng.integers(18000, 18100, 10)
-    )  # a dense cluster: values repeat
+    days.update(int(v) for v in rng.integers(18000, 18100, 10))  # a dense cluster: values repeat
     return sorted(days)
 
 
 def _timestamp_domain(rng: np.random.Generator, unit: str) -> list[int]:
     """Instants in the column's unit: midnights, pre-epoch values, sub-second parts."""
     per_s = NS_PER_UNIT["s"] // NS_PER_UNIT[unit]
-    seconds = [
-        int(v)
-        for v in rng.integers(MIN_EPOCH_S, MAX_EPOCH_S, int(rng.integers(10, 40)))
-    ]
+    seconds = [int(v) for v in rng.integers(MIN_EPOCH_S, MAX_EPOCH_S, int(rng.integers(10, 40)))]
     seconds += [
         int(v) * 86400 for v in rng.integers(18000, 18030, 5)
     ]  # midnights: DATE literals hit
     seconds += [0, -1, 1]
     values = set()
     for s in seconds:
-        fraction = (
-            int(rng.integers(0, per_s)) if per_s > 1 and rng.random() < 0.6 else 0
-        )
+        fraction = int(rng.integers(0, per_s)) if per_s > 1 and rng.random() < 0.6 else 0
         if unit == "ns" and rng.random() < 0.5:
             fraction -= fraction % 1000  # half of the ns values are whole microseconds
         values.add(s * per_s + fraction)
@@ -274,7 +274,10 @@ def _sample(
     null_fraction: float,
 ) -> list[Any]:
     """Draws ``n`` values from ``domain``; sorted columns keep their order around the nulls."""
-    values = [domain[i] for i in rng.integers(0, len(domain), n)]
+    if name in CLUSTERED:
+        values = _runs(rng, domain, n)
+    else:
+        values = [domain[i] for i in rng.integers(0, len(domain), n)]
     nulls = rng.random(n) < null_fraction
     if name in SORTED_ASC or name in SORTED_DESC:
         # NaN is sprinkled like the nulls, not bunched at the end: pages then mix NaN with
@@ -285,12 +288,17 @@ def _sample(
             reverse=name in SORTED_DESC,
         )
         nans = len(values) - len(regular)
-        nan_slots = (
-            {int(i) for i in rng.choice(n, nans, replace=False)} if nans else set()
-        )
+        nan_slots = {int(i) for i in rng.choice(n, nans, replace=False)} if nans else set()
         it = iter(regular)
         values = [float("nan") if i in nan_slots else next(it) for i in range(n)]
-    return [None if null else v for v, null in zip(values, nulls)]
+    return [None if null else v for v, null in zip(values, nulls, strict=True)]
+
+
+def _runs(rng: np.random.Generator, domain: Sequence[Any], n: int) -> list[Any]:
+    values: list[Any] = []
+    while len(values) < n:
+        values += [domain[int(rng.integers(0, len(domain)))]] * int(rng.integers(1, 81))
+    return values[:n]
 
 
 def _is_nan(value: Any) -> bool:
@@ -307,12 +315,8 @@ def _struct_column(rng: np.random.Generator, n: int) -> pa.Array:
 
 
 def _list_column(rng: np.random.Generator, n: int) -> pa.Array:
-    rows = [
-        [int(x) for x in rng.integers(0, 10, int(rng.integers(0, 4)))] for _ in range(n)
-    ]
-    return pa.array(
-        [None if rng.random() < 0.15 else r for r in rows], pa.list_(pa.int32())
-    )
+    rows = [[int(x) for x in rng.integers(0, 10, int(rng.integers(0, 4)))] for _ in range(n)]
+    return pa.array([None if rng.random() < 0.15 else r for r in rows], pa.list_(pa.int32()))
 
 
 def _map_column(rng: np.random.Generator, n: int) -> pa.Array:
@@ -321,16 +325,12 @@ def _map_column(rng: np.random.Generator, n: int) -> pa.Array:
     for _ in range(n):
         chosen = rng.choice(keys, int(rng.integers(0, 3)), replace=False)
         rows.append(
-            None
-            if rng.random() < 0.15
-            else [(str(k), int(rng.integers(0, 100))) for k in chosen]
+            None if rng.random() < 0.15 else [(str(k), int(rng.integers(0, 100))) for k in chosen]
         )
     return pa.array(rows, pa.map_(pa.string(), pa.int32()))
 
 
-def _scalar_columns() -> list[
-    tuple[str, pa.DataType, Callable[[np.random.Generator], list[Any]]]
-]:
+def _scalar_columns() -> list[tuple[str, pa.DataType, Callable[[np.random.Generator], list[Any]]]]:
     """(name, type, domain) of every column a predicate may use, in table order."""
     cols: list[tuple[str, pa.DataType, Callable[[np.random.Generator], list[Any]]]] = []
     for name, t in [
@@ -407,6 +407,257 @@ def make_pruning_table(n_rows: int = 20_000, seed: int = 0) -> pa.Table:
     )
 
 
+# NaNs of several bit patterns (quiet, negative, signalling), written as "nan:<bits>" in
+# EDGE_GROUPS and turned into exactly those bits: a bloom filter hashes the bits, so a reader
+# that probes only the canonical NaN misses the others.
+NAN64 = ("nan:7ff8000000000000", "nan:fff8000000000000", "nan:7ff0000000000001")
+NAN32 = ("nan:7fc00000", "nan:ffc00000", "nan:7f800001")
+EDGE_GROUP_ROWS = 4
+
+# The edge table: each column lists row groups of EDGE_GROUP_ROWS values, chosen so that one
+# row group's statistics (or bloom filter) decide a boundary: only -0.0, only NaN (of
+# different bit patterns), unsigned values above the signed maximum, negative decimals in
+# big-endian bytes, bytes above 0x7f, strings equal in their first 64 bytes, UTF-8 order.
+_D = Decimal
+EDGE_GROUPS: dict[str, tuple[pa.DataType, list[list[Any]]]] = {
+    "f64": (
+        pa.float64(),
+        [
+            [-0.0, -0.0, None, -0.0],
+            [0.0, 1.0, 0.0, 2.0],
+            [NAN64[0], 1.0, NAN64[0], 1.0],
+            [NAN64[1], 5.0, NAN64[2], 5.0],
+            [float("inf"), float("inf"), None, None],
+            [float("-inf"), -1.0, float("-inf"), -1.0],
+            [None, None, None, None],
+            [NAN64[1], NAN64[1], NAN64[2], NAN64[0]],
+            [1.7976931348623157e308, 5e-324, -5e-324, 0.5],
+        ],
+    ),
+    "f32": (
+        pa.float32(),
+        [
+            [-0.0, None, -0.0, -0.0],
+            [NAN32[1], NAN32[2], NAN32[0], NAN32[1]],
+            [0.1, 0.1, 0.5, None],
+            [NAN32[0], 2.5, 2.5, NAN32[0]],
+            [float("inf"), 3.4028234663852886e38, None, 1.0],
+            [float("-inf"), -3.4028234663852886e38, -1.0, None],
+            [1.401298464324817e-45, 0.0, -0.0, 16777216.0],
+            [None, None, None, None],
+            [0.0, 0.0, 0.0, 0.0],
+        ],
+    ),
+    "u64": (
+        pa.uint64(),
+        [
+            [2**63, 2**63 + 5, 2**64 - 1, 2**63],
+            [0, 1, 2, 3],
+            [2**63 - 1, 2**63 - 1, None, None],
+            [2**64 - 1, 2**64 - 1, 2**64 - 1, None],
+            [0, 2**64 - 1, 5, 7],
+            [None, None, None, None],
+            [9, 9, 9, 9],
+            [2**63, None, 2**63, 1],
+            [100, 200, 300, 400],
+        ],
+    ),
+    "u32": (
+        pa.uint32(),
+        [
+            [2**31, 2**32 - 1, 2**31 + 1, None],
+            [0, 1, 2**31 - 1, 7],
+            [2**32 - 1, 2**32 - 1, None, 2**32 - 1],
+            [None, None, None, None],
+            [5, 6, 7, 8],
+            [2**31, 2**31, 2**31, 2**31],
+            [0, 0, None, 0],
+            [3000000000, 4000000000, 1, 2],
+            [2**31 - 1, 2**31, 2**31 - 1, 2**31],
+        ],
+    ),
+    "u8": (
+        pa.uint8(),
+        [
+            [255, 255, 128, None],
+            [0, 1, 127, 128],
+            [200, 201, 202, 203],
+            [None, None, None, None],
+            [0, 0, 0, 0],
+            [127, 127, 127, 127],
+            [128, 129, 130, 131],
+            [255, None, 0, None],
+            [64, 65, 66, 67],
+        ],
+    ),
+    "i64": (
+        pa.int64(),
+        [
+            [-(2**63), -(2**63), None, -(2**63)],
+            [2**63 - 1, 2**63 - 1, 2**63 - 1, 2**63 - 1],
+            [-1, 0, 1, None],
+            [None, None, None, None],
+            [-(2**63), 2**63 - 1, 0, 0],
+            [10, 20, 30, 40],
+            [-40, -30, -20, -10],
+            [7, 7, 7, 7],
+            [2**53 + 1, 2**53, 2**53 - 1, None],
+        ],
+    ),
+    "dec7_2": (
+        pa.decimal128(7, 2),
+        [
+            [_D("-99999.99"), _D("-0.01"), None, _D("-5.00")],
+            [_D("0.00"), _D("0.01"), _D("99999.99"), _D("1.50")],
+            [_D("-1.00"), _D("1.00"), _D("-1.00"), _D("1.00")],
+            [None, None, None, None],
+            [_D("12.34")] * 4,
+            [_D("-12.34")] * 4,
+            [_D("0.00"), None, _D("0.00"), None],
+            [_D("1.01"), _D("1.02"), _D("1.03"), _D("1.04")],
+            [_D("-99999.99"), _D("99999.99"), _D("0.00"), _D("0.00")],
+        ],
+    ),
+    "dec30_5": (
+        pa.decimal128(30, 5),
+        [
+            [_D("-1234567890123456789012345.12345"), _D("-0.00001"), None, _D("-1.00000")],
+            [_D("0.00000"), _D("0.00001"), _D("9999999999999999999999999.99999"), _D("1.5")],
+            [_D("-1.00000"), _D("1.00000"), None, None],
+            [None, None, None, None],
+            [_D("-0.00001")] * 4,
+            [_D("255.00000"), _D("256.00000"), _D("-255.00000"), _D("-256.00000")],
+            [_D("128.00000"), _D("127.00000"), _D("-128.00000"), _D("-127.00000")],
+            [_D("0.00000")] * 4,
+            [_D("-9999999999999999999999999.99999"), _D("0"), _D("1"), _D("2")],
+        ],
+    ),
+    "str": (
+        pa.string(),
+        [
+            ["", "", None, ""],
+            ["a", "ab", "abc", "b"],
+            ["x" * 64 + "a", "x" * 64 + "b", "x" * 64 + "c", None],
+            ["x" * 64, "x" * 63, "x" * 64 + "\U0001f600", "x" * 65],
+            ["é", "ß", "日本", "🎉"],
+            ["\x7f", "\u0080", "\uffff", "\U0010ffff"],
+            [None, None, None, None],
+            ["y" * 62 + "日本", "y" * 62 + "日", "y" * 63, "y" * 62 + "日本語"],
+            ["O'Brien", "a\\b", "tab\there", " "],
+        ],
+    ),
+    "bin": (
+        pa.binary(),
+        [
+            [b"\x00", b"\x00\x00", b"", None],
+            [b"\xff", b"\xff\xff", b"\xfe", b"\xff"],
+            [b"\x7f", b"\x80", b"\x81", b"\x7e"],
+            [None, None, None, None],
+            [b"\xaa" * 70 + b"\x01", b"\xaa" * 70 + b"\x02", b"\xaa" * 64, None],
+            [b"abc", b"abd", b"ab", b"abcd"],
+            [b"", b"", b"", b""],
+            [b"\x80\x00", b"\x80", b"\x7f\xff", b"\x00\xff"],
+            [b"z", None, b"z", None],
+        ],
+    ),
+    "date": (
+        pa.date32(),
+        [
+            [-1, -1, None, -2],
+            [0, 1, 2, 3],
+            [-25567, -25566, -25000, -20000],
+            [None, None, None, None],
+            [18000, 18000, 18000, 18000],
+            [84000, 84001, None, 84002],
+            [-1, 0, 1, None],
+            [11016, 11016, 11017, 11015],
+            [10956, None, 10956, None],
+        ],
+    ),
+    "ts_us_tz": (
+        pa.timestamp("us", "UTC"),
+        [
+            [-1, -1_000_000, -1_500_000, None],
+            [0, 1, 999_999, 1_000_000],
+            [-1, 0, 1, None],
+            [None, None, None, None],
+            [86_400_000_000 * 18000] * 4,
+            [86_400_000_000 * 18000 - 1, 86_400_000_000 * 18000 + 1, None, None],
+            [-2_208_988_800_000_000, -2_208_988_799_999_999, None, 0],
+            [1_500_000, 1_500_001, 1_499_999, 2_000_000],
+            [7_258_118_399_999_999, 7_258_118_400_000_000, None, None],
+        ],
+    ),
+    "ts_ns": (
+        pa.timestamp("ns"),
+        [
+            [1, 999, 1000, 1001],
+            [-1, -999, -1000, -1001],
+            [None, None, None, None],
+            [0, 0, 0, 0],
+            [1_000_000_000, 1_000_000_001, 999_999_999, None],
+            [86_400_000_000_000 * 18000 + 500] * 4,
+            [-9_000_000_000_000_000_000, 9_000_000_000_000_000_000, None, 0],
+            [123_456_789, 123_456_000, 123_457_000, None],
+            [5, None, 5, None],
+        ],
+    ),
+}
+
+
+def make_edge_table() -> pa.Table:
+    """Row groups of EDGE_GROUP_ROWS rows that each pin one boundary (see EDGE_GROUPS);
+    ``id`` numbers the rows."""
+    groups = len(next(iter(EDGE_GROUPS.values()))[1])
+    arrays = {"id": pa.array(range(groups * EDGE_GROUP_ROWS), pa.int64())}
+    for name, (type_, column_groups) in EDGE_GROUPS.items():
+        values = [v for group in column_groups for v in group]
+        arrays[name] = _edge_array(values, type_)
+    return pa.table(arrays)
+
+
+def _edge_array(values: list[Any], type_: pa.DataType) -> pa.Array:
+    if not pa.types.is_floating(type_):
+        return _to_array(values, type_)
+    float_type, bits_type = (
+        (np.float32, np.uint32) if type_ == pa.float32() else (np.float64, np.uint64)
+    )
+    bits = [
+        int(v[4:], 16)
+        if isinstance(v, str)
+        else int(np.array([0.0 if v is None else v], float_type).view(bits_type)[0])
+        for v in values
+    ]
+    data = np.array(bits, dtype=bits_type).view(float_type)
+    return pa.array(data, type_, mask=np.array([v is None for v in values]))
+
+
+def write_edge_fixture(writer: str, table: pa.Table, out_dir: str) -> Written:
+    """The edge table with one row group per EDGE_GROUP_ROWS rows, pages of 2 rows and a
+    bloom filter on every column."""
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, f"{writer}.parquet")
+    blooms = [c for c in table.column_names if c != "id"]
+    if writer == "arrow-rs":
+        import pqindex
+
+        pqindex.write(
+            table,
+            path,
+            row_group_size=EDGE_GROUP_ROWS,
+            page_row_limit=2,
+            bloom_filter_columns=blooms,
+        )
+    else:
+        options = _pyarrow_options(EDGE_GROUP_ROWS, 2)
+        options["write_batch_size"] = 2
+        options["bloom_filter_options"] = {c: {"ndv": 8, "fpp": 0.01} for c in blooms}
+        if writer == "pyarrow-nodict":
+            options["use_dictionary"] = False
+        pq.write_table(table, path, **options)
+    return Written(f"{writer}-edge", path, [path], table)
+
+
 # --------------------------------------------------------------------------------------------
 # Writers
 # --------------------------------------------------------------------------------------------
@@ -434,22 +685,20 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _pyarrow_options(n_rows: int) -> dict[str, Any]:
+def _pyarrow_options(row_group_size: int, page_rows: int) -> dict[str, Any]:
     """Small pages and several row groups, so statistics at both levels have work to do."""
     return {
-        "row_group_size": max(n_rows // 6, 1),
+        "row_group_size": max(row_group_size, 1),
         "data_page_size": 1024,
-        "write_batch_size": 64,
-        "max_rows_per_page": 100,
+        "write_batch_size": min(64, page_rows),
+        "max_rows_per_page": page_rows,
         "write_page_index": True,
         "compression": "zstd",
     }
 
 
 def _bloom_options(table: pa.Table) -> dict[str, Any]:
-    return {
-        c: {"ndv": 200, "fpp": 0.01} for c in BLOOM_COLUMNS if c in table.column_names
-    }
+    return {c: {"ndv": 200, "fpp": 0.01} for c in BLOOM_COLUMNS if c in table.column_names}
 
 
 def write_pyarrow(table: pa.Table, out_dir: str, variant: str = "pyarrow") -> Written:
@@ -458,17 +707,19 @@ def write_pyarrow(table: pa.Table, out_dir: str, variant: str = "pyarrow") -> Wr
     ``pyarrow-decint`` (decimals stored as INT32/INT64) and
     ``pyarrow-noindex`` (no page index, two files passed as a list)."""
     os.makedirs(out_dir, exist_ok=True)
-    options = _pyarrow_options(table.num_rows)
+    n = table.num_rows
+    options = _pyarrow_options(n // 6, 100)
     if variant == "pyarrow":
         options["bloom_filter_options"] = _bloom_options(table)
     elif variant == "pyarrow-nodict":
         options.update(
+            _pyarrow_options(n // 9, 37),  # odd sizes: pages end anywhere in a row group
             use_dictionary=False,
             data_page_version="2.0",
             bloom_filter_options=_bloom_options(table),
         )
     elif variant == "pyarrow-decint":
-        options["store_decimal_as_integer"] = True
+        options.update(_pyarrow_options(n // 3, 250), store_decimal_as_integer=True)
     elif variant == "pyarrow-noindex":
         options["write_page_index"] = False
         half = table.num_rows // 2
@@ -491,12 +742,8 @@ def write_pyarrow_hive(table: pa.Table, out_dir: str, seed: int) -> Written:
     show up as a row mismatch, and the hidden one is garbage, so reading it raises.
     """
     rng = np.random.default_rng(seed + 1000)
-    part = pa.array(
-        [HIVE_VALUES[i] for i in rng.integers(0, len(HIVE_VALUES), table.num_rows)]
-    )
-    options = _pyarrow_options(
-        table.num_rows // 6
-    )  # each file holds about a sixth of the rows
+    part = pa.array([HIVE_VALUES[i] for i in rng.integers(0, len(HIVE_VALUES), table.num_rows)])
+    options = _pyarrow_options(table.num_rows // 36, 20)  # a file holds about 1/6 of the rows
     files, pieces = [], []
     for value in HIVE_VALUES:
         piece = table.filter(pc.equal(part, value))
@@ -508,9 +755,7 @@ def write_pyarrow_hive(table: pa.Table, out_dir: str, seed: int) -> Written:
             path = os.path.join(directory, f"chunk-{i}.parquet")
             pq.write_table(chunk, path, **options)
             files.append(path)
-        pieces.append(
-            piece.append_column("part", pa.array([value] * piece.num_rows, pa.string()))
-        )
+        pieces.append(piece.append_column("part", pa.array([value] * piece.num_rows, pa.string())))
     _add_directory_junk(out_dir, table)
     return Written("pyarrow-hive", out_dir, files, pa.concat_tables(pieces), hive=True)
 
@@ -527,9 +772,15 @@ def _add_directory_junk(out_dir: str, table: pa.Table) -> None:
 
 
 def write_arrow_rs(table: pa.Table, out_dir: str) -> Written:
-    """The Rust arrow-rs writer behind ``pqindex.write``: page index, small pages, blooms."""
+    """The Rust arrow-rs writer behind ``pqindex.write``: page index, small pages, blooms.
+
+    Second-unit timestamps go in as milliseconds: ``pqindex.write`` stores ``timestamp[s]``
+    as a bare INT64 without a TIMESTAMP logical type, which DuckDB (the referee) and pyarrow
+    read as BIGINT (``test_write_keeps_timestamp_types`` covers that separately).
+    """
     import pqindex
 
+    table = _seconds_to_millis(table)
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "data.parquet")
     blooms = [c for c in BLOOM_COLUMNS if c in table.column_names]
@@ -543,20 +794,26 @@ def write_arrow_rs(table: pa.Table, out_dir: str) -> Written:
     return Written("arrow-rs", path, [path], table)
 
 
+def _seconds_to_millis(table: pa.Table) -> pa.Table:
+    for i, f in enumerate(table.schema):
+        if pa.types.is_timestamp(f.type) and f.type.unit == "s":
+            column = table.column(i).cast(pa.timestamp("ms", f.type.tz))
+            table = table.set_column(i, f.name, column)
+    return table
+
+
 def write_duckdb(table: pa.Table, out_dir: str, con: Any) -> Written:
     """DuckDB's own writer. Its row groups are multiples of 2048 rows, so ``ROW_GROUP_SIZE``
     is as small as DuckDB allows."""
     os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, "data.parquet")
     name = f"datagen_{abs(hash(out_dir))}"
-    cursor = (
-        con.cursor()
-    )  # its own connection: no unfinished result of the caller's gets in the way
+    # A cursor of its own: no unfinished result of the caller's connection gets in the way.
+    cursor = con.cursor()
     try:
         cursor.register(name, table)
-        cursor.execute(
-            f"COPY (SELECT * FROM {name}) TO {_sql_string(path)} (FORMAT parquet, ROW_GROUP_SIZE 1024)"
-        )
+        options = "FORMAT parquet, ROW_GROUP_SIZE 1024"
+        cursor.execute(f"COPY (SELECT * FROM {name}) TO {_sql_string(path)} ({options})")
         cursor.fetchall()
     finally:
         cursor.close()
@@ -586,9 +843,7 @@ def spark_compatible(table: pa.Table) -> pa.Table:
     return pa.table(columns, names=table.column_names)
 
 
-def write_spark(
-    table: pa.Table, out_dir: str, spark: Any, int96: bool = False
-) -> Written:
+def write_spark(table: pa.Table, out_dir: str, spark: Any, int96: bool = False) -> Written:
     """A Spark-written directory: two part files, small pages, bloom filters on a few columns.
 
     ``int96`` writes time-zone-aware timestamps as INT96, as Spark did for years (and as

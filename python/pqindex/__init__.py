@@ -2,6 +2,7 @@
 
 from pqindex._errors import (
     FileChangedError,
+    InvalidArgumentError,
     InvalidFileError,
     NotFoundError,
     PqindexError,
@@ -26,6 +27,7 @@ from pqindex._native import (
 __all__ = [
     "FileChangedError",
     "FileMetadata",
+    "InvalidArgumentError",
     "InvalidFileError",
     "NotFoundError",
     "PqindexError",

@@ -21,6 +21,10 @@ class PredicateError(PqindexError, ValueError):
     """A predicate cannot be parsed, names an unknown column, or has a literal of the wrong type."""
 
 
+class InvalidArgumentError(PqindexError, ValueError):
+    """An argument other than the predicate is invalid (an unknown name in ``columns``)."""
+
+
 class UnsupportedError(PqindexError, NotImplementedError):
     """Valid input that pqindex does not handle (a predicate on a list column, for instance)."""
 

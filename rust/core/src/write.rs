@@ -69,10 +69,11 @@ pub fn properties(schema: &arrow_schema::Schema, opts: &WriteOptions) -> Result<
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_max_row_group_row_count(Some(opts.row_group_size));
     if let Some(limit) = opts.page_row_limit {
-        // The limit is checked between write batches, so batches must not exceed it.
+        // The limit is checked between write batches: batches that divide it make every
+        // page exactly `limit` rows.
         b = b
             .set_data_page_row_count_limit(limit)
-            .set_write_batch_size(limit.clamp(1, 1024));
+            .set_write_batch_size(batch_dividing(limit));
     }
     let parquet_schema = parquet::arrow::ArrowSchemaConverter::new().convert(schema)?;
     for name in &opts.bloom_filter_columns {
@@ -97,6 +98,11 @@ pub fn properties(schema: &arrow_schema::Schema, opts: &WriteOptions) -> Result<
         }
     }
     Ok(b.build())
+}
+
+/// The largest write batch of at most 1024 rows that divides `limit`.
+fn batch_dividing(limit: usize) -> usize {
+    (1..=limit.min(1024)).rev().find(|d| limit % d == 0).unwrap_or(1)
 }
 
 /// Write every batch of `reader` to `path`.

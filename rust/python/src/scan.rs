@@ -4,11 +4,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader, StructArray};
-use arrow_schema::Field;
+use arrow_cast::{can_cast_types, cast_with_options, CastOptions};
+use arrow_schema::{Field, Schema, SchemaRef};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use pyo3_arrow::ffi::{to_schema_pycapsule, to_stream_pycapsule, ArrayIterator};
-use pyo3_arrow::PyTable;
+use pyo3_arrow::{PySchema, PyTable};
 
 use pqindex_core::metadata::global_cache;
 use pqindex_core::{Error, Scan, ScanOptions};
@@ -51,11 +52,54 @@ pub fn stream_capsule<'py>(
     reader: Box<dyn RecordBatchReader + Send>,
     requested_schema: Option<Bound<'py, PyCapsule>>,
 ) -> PyResult<Bound<'py, PyCapsule>> {
-    let schema = reader.schema();
-    let arrays = reader.map(|b| b.map(|b| Arc::new(StructArray::from(b)) as ArrayRef));
+    let mut schema = reader.schema();
+    let mut target: Option<SchemaRef> = None;
+    if let Some(capsule) = &requested_schema {
+        let requested = PySchema::from_arrow_pycapsule(capsule)?.into_inner();
+        // Honour the request only where every column can be cast; a cast that would lose
+        // values fails the stream rather than turning them into NULLs.
+        let castable = requested.fields().len() == schema.fields().len()
+            && requested
+                .fields()
+                .iter()
+                .zip(schema.fields())
+                .all(|(r, s)| r.data_type() == s.data_type() || can_cast_types(s.data_type(), r.data_type()));
+        if castable {
+            schema = Arc::new(Schema::new_with_metadata(
+                requested
+                    .fields()
+                    .iter()
+                    .zip(schema.fields())
+                    .map(|(r, s)| s.as_ref().clone().with_data_type(r.data_type().clone()))
+                    .collect::<Vec<_>>(),
+                schema.metadata().clone(),
+            ));
+            target = Some(schema.clone());
+        }
+    }
+    let options = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    let arrays = reader.map(move |b| {
+        let b = b?;
+        let b = match &target {
+            Some(t) => {
+                let columns = b
+                    .columns()
+                    .iter()
+                    .zip(t.fields())
+                    .map(|(c, f)| cast_with_options(c, f.data_type(), &options))
+                    .collect::<Result<Vec<_>, _>>()?;
+                RecordBatch::try_new(t.clone(), columns)?
+            }
+            None => b,
+        };
+        Ok(Arc::new(StructArray::from(b)) as ArrayRef)
+    });
     let field = Field::new_struct("", schema.fields().clone(), false).with_metadata(schema.metadata().clone());
     let iter = ArrayIterator::new(arrays, Arc::new(field));
-    Ok(to_stream_pycapsule(py, Box::new(iter), requested_schema)?)
+    Ok(to_stream_pycapsule(py, Box::new(iter), None)?)
 }
 
 #[pymethods]

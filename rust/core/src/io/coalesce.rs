@@ -70,11 +70,36 @@ impl Length for PrefetchedFile {
     }
 }
 
-impl ChunkReader for PrefetchedFile {
-    type T = PositionalRead;
+/// A `Read` from a prefetched buffer when the position is inside one, else from the file.
+pub enum PrefetchedRead {
+    Memory(bytes::buf::Reader<Bytes>),
+    File(PositionalRead),
+}
 
-    fn get_read(&self, start: u64) -> parquet::errors::Result<PositionalRead> {
-        self.file.get_read(start)
+impl std::io::Read for PrefetchedRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            PrefetchedRead::Memory(r) => r.read(buf),
+            PrefetchedRead::File(r) => r.read(buf),
+        }
+    }
+}
+
+impl ChunkReader for PrefetchedFile {
+    type T = PrefetchedRead;
+
+    /// Readers stream page headers a few bytes at a time (files without an OffsetIndex):
+    /// serving them from memory avoids a system call per header field.
+    fn get_read(&self, start: u64) -> parquet::errors::Result<PrefetchedRead> {
+        let idx = self.buffers.partition_point(|(s, _)| *s <= start);
+        if let Some((buf_start, buf)) = idx.checked_sub(1).and_then(|i| self.buffers.get(i)) {
+            let offset = (start - buf_start) as usize;
+            if offset < buf.len() {
+                use bytes::Buf;
+                return Ok(PrefetchedRead::Memory(buf.slice(offset..).reader()));
+            }
+        }
+        Ok(PrefetchedRead::File(self.file.get_read(start)?))
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {

@@ -1,0 +1,320 @@
+//! Footer parsing (cold, and a `MetadataCache` hit) and page-index loading, on a wide
+//! file (1,000 Int64 columns x 20 row groups) and a TPC-H-lineitem-like file (16 columns,
+//! 4 row groups, 20,000-row pages). The files are generated once per run in a tempdir.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow_array::{
+    ArrayRef, Date32Array, Decimal128Array, Int32Array, Int64Array, RecordBatch,
+    RecordBatchIterator, StringArray,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use parquet::file::metadata::ParquetMetaData;
+use pqindex_core::io::{IoStats, LocalFile};
+use pqindex_core::metadata::{load_page_index, read_footer, MetadataCache};
+use pqindex_core::write::{write, WriteOptions};
+
+const WIDE_COLUMNS: usize = 1_000;
+const WIDE_ROW_GROUPS: usize = 20;
+const WIDE_ROWS_PER_GROUP: usize = 100;
+
+const LINEITEM_ROW_GROUP: usize = 240_000;
+const LINEITEM_ROW_GROUPS: usize = 4;
+const LINEITEM_PAGE_ROWS: usize = 20_000;
+const LINEITEM_BATCH: usize = 60_000;
+
+/// splitmix64: deterministic data without a `rand` dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn write_batches(schema: SchemaRef, batches: Vec<RecordBatch>, path: &str, opts: &WriteOptions) {
+    let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);
+    write(Box::new(reader), path, opts).expect("write bench file");
+}
+
+/// 1,000 Int64 columns, 20 row groups of 100 rows: a footer of 20,000 column chunks.
+fn wide_file(dir: &std::path::Path) -> String {
+    let path = dir.join("wide.parquet").to_string_lossy().into_owned();
+    let schema: SchemaRef = Arc::new(Schema::new(
+        (0..WIDE_COLUMNS)
+            .map(|i| Field::new(format!("c{i:04}"), DataType::Int64, true))
+            .collect::<Vec<_>>(),
+    ));
+    let mut rng = Rng(1);
+    let batches = (0..WIDE_ROW_GROUPS)
+        .map(|_| {
+            let cols: Vec<ArrayRef> = (0..WIDE_COLUMNS)
+                .map(|_| {
+                    Arc::new(Int64Array::from_iter_values(
+                        (0..WIDE_ROWS_PER_GROUP).map(|_| rng.below(1_000_000) as i64),
+                    )) as ArrayRef
+                })
+                .collect();
+            RecordBatch::try_new(schema.clone(), cols).unwrap()
+        })
+        .collect();
+    let opts = WriteOptions {
+        row_group_size: WIDE_ROWS_PER_GROUP,
+        compression: "snappy".into(),
+        ..Default::default()
+    };
+    write_batches(schema, batches, &path, &opts);
+    path
+}
+
+fn lineitem_schema() -> SchemaRef {
+    let dec = DataType::Decimal128(15, 2);
+    Arc::new(Schema::new(vec![
+        Field::new("l_orderkey", DataType::Int64, false),
+        Field::new("l_partkey", DataType::Int64, false),
+        Field::new("l_suppkey", DataType::Int64, false),
+        Field::new("l_linenumber", DataType::Int32, false),
+        Field::new("l_quantity", dec.clone(), false),
+        Field::new("l_extendedprice", dec.clone(), false),
+        Field::new("l_discount", dec.clone(), false),
+        Field::new("l_tax", dec, false),
+        Field::new("l_returnflag", DataType::Utf8, false),
+        Field::new("l_linestatus", DataType::Utf8, false),
+        Field::new("l_shipdate", DataType::Date32, false),
+        Field::new("l_commitdate", DataType::Date32, false),
+        Field::new("l_receiptdate", DataType::Date32, false),
+        Field::new("l_shipinstruct", DataType::Utf8, false),
+        Field::new("l_shipmode", DataType::Utf8, false),
+        Field::new("l_comment", DataType::Utf8, false),
+    ]))
+}
+
+/// One batch of TPC-H-lineitem-like rows starting at row `first` (orderkey ascending).
+fn lineitem_batch(schema: &SchemaRef, first: usize, rows: usize, rng: &mut Rng) -> RecordBatch {
+    const FLAGS: [&str; 3] = ["A", "N", "R"];
+    const STATUS: [&str; 2] = ["O", "F"];
+    const INSTRUCT: [&str; 4] = [
+        "DELIVER IN PERSON",
+        "COLLECT COD",
+        "NONE",
+        "TAKE BACK RETURN",
+    ];
+    const MODES: [&str; 7] = ["REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB"];
+    const WORDS: [&str; 12] = [
+        "carefully",
+        "final",
+        "deposits",
+        "sleep",
+        "furiously",
+        "regular",
+        "accounts",
+        "haggle",
+        "quickly",
+        "ironic",
+        "packages",
+        "blithely",
+    ];
+    let n = |rng: &mut Rng, k: usize| rng.below(k as u64) as usize;
+    let orderkey: Vec<i64> = (first..first + rows)
+        .map(|r| (r / 4 * 32 + r % 4) as i64)
+        .collect();
+    let ship: Vec<i32> = (0..rows).map(|_| 8036 + n(rng, 2526) as i32).collect();
+    let dec = |v: Vec<i128>| {
+        Arc::new(
+            Decimal128Array::from(v)
+                .with_precision_and_scale(15, 2)
+                .unwrap(),
+        ) as ArrayRef
+    };
+    let strs = |rng: &mut Rng, opts: &[&str]| {
+        Arc::new(StringArray::from_iter_values(
+            (0..rows).map(|_| opts[n(rng, opts.len())]),
+        )) as ArrayRef
+    };
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(orderkey)),
+        Arc::new(Int64Array::from_iter_values(
+            (0..rows).map(|_| 1 + n(rng, 200_000) as i64),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            (0..rows).map(|_| 1 + n(rng, 10_000) as i64),
+        )),
+        Arc::new(Int32Array::from_iter_values(
+            (first..first + rows).map(|r| (r % 4 + 1) as i32),
+        )),
+        dec((0..rows).map(|_| (1 + n(rng, 50) as i128) * 100).collect()),
+        dec((0..rows)
+            .map(|_| 90_000 + n(rng, 10_000_000) as i128)
+            .collect()),
+        dec((0..rows).map(|_| n(rng, 11) as i128).collect()),
+        dec((0..rows).map(|_| n(rng, 9) as i128).collect()),
+        strs(rng, &FLAGS),
+        strs(rng, &STATUS),
+        Arc::new(Date32Array::from(ship.clone())),
+        Arc::new(Date32Array::from_iter_values(
+            ship.iter().map(|d| d + n(rng, 60) as i32 - 30),
+        )),
+        Arc::new(Date32Array::from_iter_values(
+            ship.iter().map(|d| d + 1 + n(rng, 30) as i32),
+        )),
+        strs(rng, &INSTRUCT),
+        strs(rng, &MODES),
+        Arc::new(StringArray::from_iter_values((0..rows).map(|_| {
+            let words = 2 + n(rng, 5);
+            (0..words)
+                .map(|_| WORDS[n(rng, WORDS.len())])
+                .collect::<Vec<_>>()
+                .join(" ")
+        }))),
+    ];
+    RecordBatch::try_new(schema.clone(), cols).unwrap()
+}
+
+/// 16 lineitem-like columns, 4 row groups of 240,000 rows, 20,000-row pages.
+fn lineitem_file(dir: &std::path::Path) -> String {
+    let path = dir.join("lineitem.parquet").to_string_lossy().into_owned();
+    let schema = lineitem_schema();
+    let total = LINEITEM_ROW_GROUP * LINEITEM_ROW_GROUPS;
+    let batch_schema = schema.clone();
+    let mut rng = Rng(2);
+    // Generated lazily, batch by batch, while the writer consumes them.
+    let batches = (0..total).step_by(LINEITEM_BATCH).map(move |first| {
+        Ok(lineitem_batch(
+            &batch_schema,
+            first,
+            LINEITEM_BATCH,
+            &mut rng,
+        ))
+    });
+    let reader = RecordBatchIterator::new(batches, schema);
+    let opts = WriteOptions {
+        row_group_size: LINEITEM_ROW_GROUP,
+        page_row_limit: Some(LINEITEM_PAGE_ROWS),
+        ..Default::default()
+    };
+    write(Box::new(reader), &path, &opts).expect("write lineitem");
+    path
+}
+
+fn open(path: &str) -> LocalFile {
+    LocalFile::open(path, Arc::new(IoStats::default())).unwrap()
+}
+
+/// Bytes of the serialized footer (FileMetaData + length + magic).
+fn footer_bytes(file: &LocalFile) -> u64 {
+    let size = file.identity().size;
+    let end = file.read_range(size - 8, 8).unwrap();
+    u64::from(u32::from_le_bytes([end[0], end[1], end[2], end[3]])) + 8
+}
+
+/// Bytes of every ColumnIndex and OffsetIndex of the file, and the number of pages.
+fn page_index_extent(md: &ParquetMetaData) -> (u64, u64) {
+    let bytes = md
+        .row_groups()
+        .iter()
+        .flat_map(|rg| rg.columns())
+        .map(|c| {
+            c.column_index_length().unwrap_or(0).max(0) as u64
+                + c.offset_index_length().unwrap_or(0).max(0) as u64
+        })
+        .sum();
+    let pages = md
+        .offset_index()
+        .map(|oi| {
+            oi.iter()
+                .flatten()
+                .map(|c| c.page_locations().len() as u64)
+                .sum()
+        })
+        .unwrap_or(0);
+    (bytes, pages)
+}
+
+fn bench_footer(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        ("wide_1000col_20rg", wide_file(dir.path())),
+        ("lineitem_16col", lineitem_file(dir.path())),
+    ];
+
+    let mut g = c.benchmark_group("footer");
+    g.sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    for (name, path) in &files {
+        let file = open(path);
+        let md = read_footer(&file).unwrap();
+        let (index_bytes, pages) = page_index_extent(&load_page_index(&file, &md).unwrap());
+        eprintln!(
+            "{name}: {} bytes, footer {} bytes, {} row groups x {} columns, page index {} bytes for {} pages",
+            file.identity().size,
+            footer_bytes(&file),
+            md.num_row_groups(),
+            md.file_metadata().schema_descr().num_columns(),
+            index_bytes,
+            pages
+        );
+
+        g.throughput(Throughput::Bytes(footer_bytes(&file)));
+        // Read the tail with pread and parse the Thrift footer, every time.
+        g.bench_with_input(BenchmarkId::new("read_footer_cold", name), &file, |b, f| {
+            b.iter(|| read_footer(black_box(f)).unwrap())
+        });
+        // A hit in a primed cache: lookup + identity check + Arc clone.
+        let cache = MetadataCache::new(1 << 30);
+        cache.get(&file, false).unwrap();
+        g.bench_with_input(BenchmarkId::new("cache_hit", name), &file, |b, f| {
+            b.iter(|| cache.get(black_box(f), false).unwrap())
+        });
+        // What planning does per file on a warm cache: open + fstat, then the hit.
+        g.bench_with_input(
+            BenchmarkId::new("open_and_cache_hit", name),
+            path,
+            |b, p| b.iter(|| cache.get(&open(black_box(p)), false).unwrap()),
+        );
+    }
+    g.finish();
+
+    let mut g = c.benchmark_group("page_index");
+    g.sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    for (name, path) in &files {
+        let file = open(path);
+        let md = read_footer(&file).unwrap();
+        let (index_bytes, _) = page_index_extent(&load_page_index(&file, &md).unwrap());
+        g.throughput(Throughput::Bytes(index_bytes));
+        // One read of the whole index range, parse every ColumnIndex and OffsetIndex.
+        g.bench_with_input(BenchmarkId::new("load_page_index", name), &md, |b, md| {
+            b.iter(|| load_page_index(&file, black_box(md)).unwrap())
+        });
+        // Footer and page index from a fresh cache (what a cold scan pays).
+        g.bench_with_input(
+            BenchmarkId::new("cold_cache_get_with_index", name),
+            &file,
+            |b, f| b.iter(|| MetadataCache::new(1 << 30).get(black_box(f), true).unwrap()),
+        );
+        let cache = MetadataCache::new(1 << 30);
+        cache.get(&file, true).unwrap();
+        g.bench_with_input(
+            BenchmarkId::new("cache_hit_with_index", name),
+            &file,
+            |b, f| b.iter(|| cache.get(black_box(f), true).unwrap()),
+        );
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench_footer);
+criterion_main!(benches);

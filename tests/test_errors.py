@@ -1,0 +1,308 @@
+"""Bad input gives a typed pqindex exception with a clear message, never a crash."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+import struct
+from pathlib import Path
+
+import pqindex
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+N = 2000
+
+
+def _table() -> pa.Table:
+    return pa.table(
+        {
+            "k": pa.array(range(N), pa.int64()),
+            "s": [f"s{i % 50:02d}" for i in range(N)],
+            "d": pa.array(
+                [dt.date(2020, 1, 1) + dt.timedelta(days=i % 300) for i in range(N)],
+                pa.date32(),
+            ),
+            "li": pa.array([[i, i + 1] for i in range(N)], pa.list_(pa.int64())),
+        }
+    )
+
+
+@pytest.fixture
+def valid(data_dir: Path) -> Path:
+    """A small valid file with several pages per column chunk and a page index."""
+    path = data_dir / "valid.parquet"
+    pq.write_table(
+        _table(),
+        path,
+        write_page_index=True,
+        use_dictionary=False,
+        data_page_size=256,
+        write_batch_size=50,
+        row_group_size=1000,
+    )
+    return path
+
+
+def _footer_len(data: bytes) -> int:
+    return struct.unpack("<I", data[-8:-4])[0]
+
+
+def _read(source: object, where: str | None = None) -> pa.Table:
+    return pqindex.scan(source, where).to_arrow()  # type: ignore[arg-type]
+
+
+# --- sources -----------------------------------------------------------------------------
+
+
+def test_missing_path(data_dir: Path) -> None:
+    path = data_dir / "nope.parquet"
+    with pytest.raises(pqindex.NotFoundError, match=r"nope\.parquet") as info:
+        pqindex.scan(path)
+    assert isinstance(info.value, FileNotFoundError)
+    with pytest.raises(FileNotFoundError):
+        pqindex.read_metadata(path)
+
+
+def test_directory_without_data_files(data_dir: Path) -> None:
+    (data_dir / "_SUCCESS").write_text("")
+    (data_dir / ".hidden").mkdir()
+    with pytest.raises(pqindex.PqindexError, match="no data files"):
+        pqindex.scan(data_dir)
+
+
+def test_text_file_is_not_parquet(data_dir: Path) -> None:
+    path = data_dir / "notes.parquet"
+    path.write_text("hello, this is not parquet\n" * 20)
+    for call in (lambda: pqindex.scan(path), lambda: pqindex.read_metadata(path)):
+        with pytest.raises(pqindex.InvalidFileError, match="not a Parquet file") as info:
+            call()
+        assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("cut", ["empty", "4", "7", "12", "half", "minus1", "minus8", "in_footer"])
+def test_truncated_file(valid: Path, cut: str) -> None:
+    data = valid.read_bytes()
+    flen = _footer_len(data)
+    size = {
+        "empty": 0,
+        "4": 4,
+        "7": 7,
+        "12": 12,
+        "half": len(data) // 2,
+        "minus1": len(data) - 1,
+        "minus8": len(data) - 8,
+        "in_footer": len(data) - 8 - flen // 2,
+    }[cut]
+    valid.write_bytes(data[:size])
+    with pytest.raises(pqindex.InvalidFileError, match=r"valid\.parquet"):
+        _read(valid)
+    with pytest.raises(ValueError):
+        pqindex.read_metadata(valid)
+
+
+def test_footer_half_cut_keeps_tail(valid: Path) -> None:
+    """Half the footer removed but the length + magic kept: the length no longer fits."""
+    data = valid.read_bytes()
+    flen = _footer_len(data)
+    valid.write_bytes(data[: -8 - flen // 2] + data[-8:])
+    with pytest.raises(pqindex.InvalidFileError):
+        _read(valid)
+
+
+@pytest.mark.parametrize("length", [0x7FFFFFFF, 0xFFFFFFFF, 10**9])
+def test_footer_length_huge(valid: Path, length: int) -> None:
+    data = bytearray(valid.read_bytes())
+    data[-8:-4] = struct.pack("<I", length)
+    valid.write_bytes(bytes(data))
+    with pytest.raises(pqindex.InvalidFileError, match="footer"):
+        _read(valid)
+
+
+def test_footer_length_too_small(valid: Path) -> None:
+    data = bytearray(valid.read_bytes())
+    data[-8:-4] = struct.pack("<I", _footer_len(bytes(data)) // 2)
+    valid.write_bytes(bytes(data))
+    with pytest.raises(pqindex.InvalidFileError):
+        _read(valid)
+
+
+@pytest.mark.parametrize("flips", [1, 8])
+@pytest.mark.parametrize("seed", range(12))
+def test_footer_bit_flips(valid: Path, seed: int, flips: int) -> None:
+    """Any outcome but a crash is acceptable; an exception must be a PqindexError."""
+    data = bytearray(valid.read_bytes())
+    flen = _footer_len(bytes(data))
+    rnd = random.Random(seed)
+    for _ in range(flips):
+        i = rnd.randrange(len(data) - 8 - flen, len(data) - 8)
+        data[i] ^= 1 << rnd.randrange(8)
+    valid.write_bytes(bytes(data))
+    pqindex.clear_metadata_cache()
+    for where in (None, '"k" > 1500', '"k" = 10'):
+        try:
+            _read(valid, where)
+        except pqindex.PqindexError as exc:
+            assert str(exc)
+    try:
+        pqindex.read_metadata(valid).pages()
+    except pqindex.PqindexError as exc:
+        assert str(exc)
+
+
+def _page_index_region(path: Path) -> tuple[int, int]:
+    """[start, end) of the page indexes pyarrow writes between the column chunks and the footer."""
+    data = path.read_bytes()
+    md = pq.ParquetFile(path).metadata
+    end_of_chunks = 0
+    for r in range(md.num_row_groups):
+        for c in range(md.num_columns):
+            col = md.row_group(r).column(c)
+            start = col.dictionary_page_offset or col.data_page_offset
+            end_of_chunks = max(end_of_chunks, start + col.total_compressed_size)
+    footer_start = len(data) - 8 - _footer_len(data)
+    assert end_of_chunks < footer_start
+    return end_of_chunks, footer_start
+
+
+@pytest.mark.parametrize("part", ["column_index", "offset_index"])
+def test_corrupt_page_index(valid: Path, part: str) -> None:
+    assert pq.ParquetFile(valid).metadata.row_group(0).column(0).has_column_index
+    start, end = _page_index_region(valid)
+    mid = (start + end) // 2  # column indexes come first, offset indexes after
+    lo, hi = (start, mid) if part == "column_index" else (mid, end)
+    data = bytearray(valid.read_bytes())
+    data[lo:hi] = b"\xff" * (hi - lo)
+    valid.write_bytes(bytes(data))
+    pqindex.clear_metadata_cache()
+    with pytest.raises(pqindex.InvalidFileError, match="page index") as info:
+        _read(valid, '"k" = 10')
+    assert isinstance(info.value, ValueError)
+    # A full scan does not need the page index.
+    assert _read(valid).num_rows == N
+
+
+def test_corrupt_bloom_filter(data_dir: Path) -> None:
+    path = data_dir / "bloom.parquet"
+    pqindex.write(_table(), path, bloom_filter_columns=["k"], row_group_size=500)
+    cols = pqindex.read_metadata(path).columns().to_pylist()
+    assert any(c["column"] == "k" and c["has_bloom_filter"] for c in cols)
+    md = pq.ParquetFile(path).metadata
+    data = bytearray(path.read_bytes())
+    for r in range(md.num_row_groups):
+        offset = md.row_group(r).column(0).bloom_filter_offset
+        assert offset is not None
+        data[offset : offset + 16] = b"\xff" * 16
+    path.write_bytes(bytes(data))
+    pqindex.clear_metadata_cache()
+    with pytest.raises(pqindex.InvalidFileError, match="bloom filter") as info:
+        _read(path, '"k" = 10')
+    assert isinstance(info.value, ValueError)
+    # Predicates that need no bloom filter still work.
+    assert _read(path, '"k" > 10').num_rows == N - 11
+
+
+# --- predicates ----------------------------------------------------------------------------
+
+
+def test_unknown_column_in_predicate(valid: Path) -> None:
+    with pytest.raises(pqindex.PredicateError, match="zz") as info:
+        pqindex.scan(valid, '"zz" = 1')
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("where", ['"k" = ', "k >>> 3", '"k" = 1 AND', "(("])
+def test_syntax_error(valid: Path, where: str) -> None:
+    with pytest.raises(pqindex.PredicateError, match="parse"):
+        pqindex.scan(valid, where)
+
+
+@pytest.mark.parametrize(
+    ("where", "needle"),
+    [('"s" = 5', "s"), ("\"k\" = 'abc'", "abc"), ("\"d\" = 'not a date'", "not a date")],
+)
+def test_wrong_literal_type(valid: Path, where: str, needle: str) -> None:
+    with pytest.raises(pqindex.PredicateError, match=needle) as info:
+        pqindex.scan(valid, where)
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize("where", ['foo("k") = 1', "upper(\"s\") = 'A'"])
+def test_unsupported_function(valid: Path, where: str) -> None:
+    with pytest.raises(pqindex.UnsupportedError, match="not supported") as info:
+        pqindex.scan(valid, where)
+    assert isinstance(info.value, NotImplementedError)
+
+
+def test_predicate_on_list_column(valid: Path) -> None:
+    with pytest.raises(pqindex.UnsupportedError, match="li") as info:
+        pqindex.scan(valid, '"li" = 1')
+    assert isinstance(info.value, NotImplementedError)
+
+
+# --- arguments -----------------------------------------------------------------------------
+# There is no InvalidArgumentError in pqindex._errors; a bad argument should at least be a
+# PqindexError that is also a ValueError.
+
+
+@pytest.mark.xfail(reason="unknown name in columns= raises a bare RuntimeError", strict=True)
+def test_unknown_name_in_columns(valid: Path) -> None:
+    with pytest.raises(pqindex.PqindexError, match="nope") as info:
+        pqindex.scan(valid, columns=["nope"])
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.xfail(reason="batch_size=0 raises a bare RuntimeError", strict=True)
+def test_batch_size_zero(valid: Path) -> None:
+    with pytest.raises(ValueError, match="batch_size"):
+        pqindex.scan(valid, batch_size=0)
+
+
+def test_empty_source_list() -> None:
+    with pytest.raises(pqindex.SourceError):
+        pqindex.scan([])
+
+
+# --- sources that are not loose Parquet, changed files, consumed scans ---------------------
+
+
+def test_delta_table_directory(valid: Path, data_dir: Path) -> None:
+    table = data_dir / "delta"
+    (table / "_delta_log").mkdir(parents=True)
+    (table / "_delta_log" / "00000000000000000000.json").write_text("{}")
+    os.replace(valid, table / "part-0.parquet")
+    with pytest.raises(pqindex.SourceError, match="Delta") as info:
+        pqindex.scan(table)
+    assert isinstance(info.value, ValueError)
+
+
+def test_file_changed_after_planning(data_dir: Path) -> None:
+    path = data_dir / "x.parquet"
+    pq.write_table(pa.table({"k": pa.array(range(1000), pa.int64())}), path)
+    scan = pqindex.scan(path, '"k" >= 0')
+    tmp = data_dir / "x.tmp"
+    pq.write_table(pa.table({"k": pa.array(range(5000, 7000), pa.int64())}), tmp)
+    os.replace(tmp, path)
+    with pytest.raises(pqindex.FileChangedError, match="changed"):
+        scan.to_arrow()
+
+
+def test_scan_consumed_twice(valid: Path) -> None:
+    scan = pqindex.scan(valid, '"k" < 5')
+    assert scan.to_arrow().num_rows == 5
+    with pytest.raises(pqindex.ScanConsumedError):
+        scan.to_arrow()
+    with pytest.raises(pqindex.ScanConsumedError):
+        pa.table(scan)
+    # explain and metrics still work after consumption.
+    assert "pqindex scan" in scan.explain()
+    assert scan.metrics()["rows_matched"] == 5
+
+
+def test_scan_consumed_via_stream(valid: Path) -> None:
+    scan = pqindex.scan(valid)
+    assert pa.table(scan).num_rows == N
+    with pytest.raises(pqindex.ScanConsumedError):
+        scan.to_arrow()
