@@ -14,10 +14,9 @@ import time
 from pathlib import Path
 
 import duckdb
+import pqindex
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-import pqindex
 
 QUERIES = [
     ("point lookup, sorted key", "l_orderkey = 4200007", ["l_orderkey", "l_comment"]),
@@ -79,7 +78,10 @@ def main() -> None:
     dataset = generate(args.scale, args.data)
     con = duckdb.connect()
     print()
-    header = f"{'query':38} {'rows':>6} {'pqindex s':>10} {'duckdb s':>9} {'pages read':>11} {'bytes read':>12}"
+    header = (
+        f"{'query':38} {'rows':>6} {'pqindex s':>10} {'duckdb s':>9} "
+        f"{'pages read':>11} {'bytes read':>12}"
+    )
     print(header)
     print("-" * len(header))
     for i, (name, where, columns) in enumerate(QUERIES):
@@ -93,11 +95,11 @@ def main() -> None:
         start = time.perf_counter()
         expected = con.sql(
             f"SELECT {cols} FROM read_parquet('{dataset}/*.parquet') WHERE {where}"
-        ).fetch_arrow_table()
+        ).to_arrow_table()
         duck = time.perf_counter() - start
-        if expected.num_rows != table.num_rows or sorted(
-            expected.to_pylist(), key=repr
-        ) != sorted(table.to_pylist(), key=repr):
+        if expected.num_rows != table.num_rows or sorted(expected.to_pylist(), key=repr) != sorted(
+            table.to_pylist(), key=repr
+        ):
             raise SystemExit(f"{name}: pqindex and DuckDB disagree")
         m = scan.metrics()
         print(

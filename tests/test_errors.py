@@ -247,14 +247,12 @@ def test_predicate_on_list_column(valid: Path) -> None:
 # PqindexError that is also a ValueError.
 
 
-@pytest.mark.xfail(reason="unknown name in columns= raises a bare RuntimeError", strict=True)
 def test_unknown_name_in_columns(valid: Path) -> None:
     with pytest.raises(pqindex.PqindexError, match="nope") as info:
         pqindex.scan(valid, columns=["nope"])
     assert isinstance(info.value, ValueError)
 
 
-@pytest.mark.xfail(reason="batch_size=0 raises a bare RuntimeError", strict=True)
 def test_batch_size_zero(valid: Path) -> None:
     with pytest.raises(ValueError, match="batch_size"):
         pqindex.scan(valid, batch_size=0)

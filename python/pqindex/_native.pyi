@@ -8,7 +8,9 @@ class _ArrowStream(Protocol):
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
 
 class _ArrowArray(Protocol):
-    def __arrow_c_array__(self, requested_schema: object | None = None) -> tuple[object, object]: ...
+    def __arrow_c_array__(
+        self, requested_schema: object | None = None
+    ) -> tuple[object, object]: ...
 
 StrPath = str | PathLike[str]
 Source = StrPath | Sequence[StrPath]

@@ -241,76 +241,110 @@ fn page_index_extent(md: &ParquetMetaData) -> (u64, u64) {
     (bytes, pages)
 }
 
+/// A file under test, opened, with its footer parsed once.
+struct Subject {
+    name: &'static str,
+    path: String,
+    file: LocalFile,
+    footer: ParquetMetaData,
+    footer_bytes: u64,
+    index_bytes: u64,
+}
+
+fn subject(name: &'static str, path: String) -> Subject {
+    let file = open(&path);
+    let footer = read_footer(&file).unwrap();
+    let (index_bytes, pages) = page_index_extent(&load_page_index(&file, &footer).unwrap());
+    let footer_bytes = footer_bytes(&file);
+    eprintln!(
+        "{name}: {} bytes, footer {footer_bytes} bytes, {} row groups x {} columns, page index {index_bytes} bytes for {pages} pages",
+        file.identity().size,
+        footer.num_row_groups(),
+        footer.file_metadata().schema_descr().num_columns(),
+    );
+    Subject {
+        name,
+        path,
+        file,
+        footer,
+        footer_bytes,
+        index_bytes,
+    }
+}
+
 fn bench_footer(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let files = [
-        ("wide_1000col_20rg", wide_file(dir.path())),
-        ("lineitem_16col", lineitem_file(dir.path())),
+    let subjects = [
+        subject("wide_1000col_20rg", wide_file(dir.path())),
+        subject("lineitem_16col", lineitem_file(dir.path())),
     ];
 
+    // Throughput: bytes of the serialized footer.
     let mut g = c.benchmark_group("footer");
     g.sample_size(20)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    for (name, path) in &files {
-        let file = open(path);
-        let md = read_footer(&file).unwrap();
-        let (index_bytes, pages) = page_index_extent(&load_page_index(&file, &md).unwrap());
-        eprintln!(
-            "{name}: {} bytes, footer {} bytes, {} row groups x {} columns, page index {} bytes for {} pages",
-            file.identity().size,
-            footer_bytes(&file),
-            md.num_row_groups(),
-            md.file_metadata().schema_descr().num_columns(),
-            index_bytes,
-            pages
-        );
-
-        g.throughput(Throughput::Bytes(footer_bytes(&file)));
+    for s in &subjects {
+        g.throughput(Throughput::Bytes(s.footer_bytes));
         // Read the tail with pread and parse the Thrift footer, every time.
-        g.bench_with_input(BenchmarkId::new("read_footer_cold", name), &file, |b, f| {
-            b.iter(|| read_footer(black_box(f)).unwrap())
-        });
-        // A hit in a primed cache: lookup + identity check + Arc clone.
-        let cache = MetadataCache::new(1 << 30);
-        cache.get(&file, false).unwrap();
-        g.bench_with_input(BenchmarkId::new("cache_hit", name), &file, |b, f| {
-            b.iter(|| cache.get(black_box(f), false).unwrap())
-        });
-        // What planning does per file on a warm cache: open + fstat, then the hit.
         g.bench_with_input(
-            BenchmarkId::new("open_and_cache_hit", name),
-            path,
-            |b, p| b.iter(|| cache.get(&open(black_box(p)), false).unwrap()),
+            BenchmarkId::new("read_footer_cold", s.name),
+            &s.file,
+            |b, f| b.iter(|| read_footer(black_box(f)).unwrap()),
+        );
+        // The deep copy `load_page_index` makes of the footer it is given.
+        g.bench_with_input(
+            BenchmarkId::new("metadata_clone", s.name),
+            &s.footer,
+            |b, md| b.iter(|| black_box(md).clone()),
         );
     }
     g.finish();
 
+    // No throughput: a hit costs the same whatever the footer's size.
+    let mut g = c.benchmark_group("metadata_cache");
+    g.sample_size(20)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    for s in &subjects {
+        let cache = MetadataCache::new(1 << 30);
+        cache.get(&s.file, false).unwrap();
+        // A hit in a primed cache: lookup + identity check + Arc clone.
+        g.bench_with_input(BenchmarkId::new("hit", s.name), &s.file, |b, f| {
+            b.iter(|| cache.get(black_box(f), false).unwrap())
+        });
+        // What planning does per file on a warm cache: open + fstat, then the hit.
+        g.bench_with_input(BenchmarkId::new("open_and_hit", s.name), &s.path, |b, p| {
+            b.iter(|| cache.get(&open(black_box(p)), false).unwrap())
+        });
+        cache.get(&s.file, true).unwrap();
+        g.bench_with_input(
+            BenchmarkId::new("hit_with_page_index", s.name),
+            &s.file,
+            |b, f| b.iter(|| cache.get(black_box(f), true).unwrap()),
+        );
+    }
+    g.finish();
+
+    // Throughput: bytes of the ColumnIndex + OffsetIndex (+ footer for the cold get).
     let mut g = c.benchmark_group("page_index");
     g.sample_size(20)
         .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
-    for (name, path) in &files {
-        let file = open(path);
-        let md = read_footer(&file).unwrap();
-        let (index_bytes, _) = page_index_extent(&load_page_index(&file, &md).unwrap());
-        g.throughput(Throughput::Bytes(index_bytes));
+        .measurement_time(Duration::from_secs(4));
+    for s in &subjects {
+        g.throughput(Throughput::Bytes(s.index_bytes));
         // One read of the whole index range, parse every ColumnIndex and OffsetIndex.
-        g.bench_with_input(BenchmarkId::new("load_page_index", name), &md, |b, md| {
-            b.iter(|| load_page_index(&file, black_box(md)).unwrap())
-        });
-        // Footer and page index from a fresh cache (what a cold scan pays).
         g.bench_with_input(
-            BenchmarkId::new("cold_cache_get_with_index", name),
-            &file,
-            |b, f| b.iter(|| MetadataCache::new(1 << 30).get(black_box(f), true).unwrap()),
+            BenchmarkId::new("load_page_index", s.name),
+            &s.footer,
+            |b, md| b.iter(|| load_page_index(&s.file, black_box(md)).unwrap()),
         );
-        let cache = MetadataCache::new(1 << 30);
-        cache.get(&file, true).unwrap();
+        // Footer and page index through a fresh cache: what a cold scan pays per file.
+        g.throughput(Throughput::Bytes(s.footer_bytes + s.index_bytes));
         g.bench_with_input(
-            BenchmarkId::new("cache_hit_with_index", name),
-            &file,
-            |b, f| b.iter(|| cache.get(black_box(f), true).unwrap()),
+            BenchmarkId::new("cold_cache_get_with_index", s.name),
+            &s.file,
+            |b, f| b.iter(|| MetadataCache::new(1 << 30).get(black_box(f), true).unwrap()),
         );
     }
     g.finish();

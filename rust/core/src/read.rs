@@ -13,7 +13,8 @@ use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{ArrowError, DataType, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
-    ArrowPredicate, ArrowPredicateFn, ParquetRecordBatchReaderBuilder, RowFilter, RowSelectionPolicy,
+    ArrowPredicate, ArrowPredicateFn, ParquetRecordBatchReaderBuilder, RowFilter,
+    RowSelectionPolicy,
 };
 use parquet::arrow::ProjectionMask;
 
@@ -129,7 +130,9 @@ pub fn read_unit(
         for c in p.conjuncts() {
             let leaves: Vec<usize> = c.columns().iter().filter_map(|col| col.leaf).collect();
             let rows = if md.offset_index().is_some() {
-                page::row_ranges(&md, rg, c).intersect(&unit.ranges).row_count()
+                page::row_ranges(&md, rg, c)
+                    .intersect(&unit.ranges)
+                    .row_count()
             } else {
                 unit.ranges.row_count()
             };
@@ -154,18 +157,23 @@ pub fn read_unit(
     };
     let mut prefetched = PrefetchedFile::new(file);
     let ranges = byte_ranges(&md, rg, &eager_leaves, &unit.ranges, unit.row_group_rows);
-    prefetched.prefetch(ranges, COALESCE_GAP).map_err(|e| e.in_file(&path))?;
+    prefetched
+        .prefetch(ranges, COALESCE_GAP)
+        .map_err(|e| e.in_file(&path))?;
     let offsets = Arc::new(Mutex::new(HashSet::new()));
     let tracked = TrackedFile {
         inner: prefetched,
         offsets: offsets.clone(),
     };
 
-    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(tracked, planned.reader_metadata.clone())
-        .with_row_groups(vec![rg])
-        .with_projection(projection)
-        .with_batch_size(shape.batch_size)
-        .with_row_selection_policy(RowSelectionPolicy::Selectors);
+    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
+        tracked,
+        planned.reader_metadata.clone(),
+    )
+    .with_row_groups(vec![rg])
+    .with_projection(projection)
+    .with_batch_size(shape.batch_size)
+    .with_row_selection_policy(RowSelectionPolicy::Selectors);
     if unit.ranges.row_count() < unit.row_group_rows {
         builder = builder.with_row_selection(unit.ranges.to_selection(unit.row_group_rows));
     }
@@ -214,7 +222,10 @@ pub fn read_unit(
                 metrics
                     .rows_matched
                     .fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
-                Some(shape_batch(&batch, &shape, &positions, &partition_values).map_err(|e| Error::from(e).in_file(&path)))
+                Some(
+                    shape_batch(&batch, &shape, &positions, &partition_values)
+                        .map_err(|e| Error::from(e).in_file(&path)),
+                )
             }
             Some(Err(e)) => {
                 finished = true;
@@ -300,11 +311,16 @@ fn shape_batch(
         let field = shape.schema.field(i);
         match (c, positions[i]) {
             (OutputColumn::Root(_), Some(pos)) => columns.push(batch.column(pos).clone()),
-            (OutputColumn::Partition(p), _) => {
-                columns.push(constant_column(partition_values.get(*p).and_then(|v| v.as_ref()), field.data_type(), rows)?)
-            }
+            (OutputColumn::Partition(p), _) => columns.push(constant_column(
+                partition_values.get(*p).and_then(|v| v.as_ref()),
+                field.data_type(),
+                rows,
+            )?),
             (OutputColumn::Root(_), None) => {
-                return Err(ArrowError::SchemaError(format!("column {} missing from the reader", field.name())))
+                return Err(ArrowError::SchemaError(format!(
+                    "column {} missing from the reader",
+                    field.name()
+                )))
             }
         }
     }
@@ -315,7 +331,11 @@ fn shape_batch(
     )
 }
 
-fn constant_column(v: Option<&Value>, data_type: &DataType, rows: usize) -> Result<ArrayRef, ArrowError> {
+fn constant_column(
+    v: Option<&Value>,
+    data_type: &DataType,
+    rows: usize,
+) -> Result<ArrayRef, ArrowError> {
     match v {
         None => Ok(new_null_array(data_type, rows)),
         Some(v) => {
@@ -325,5 +345,3 @@ fn constant_column(v: Option<&Value>, data_type: &DataType, rows: usize) -> Resu
         }
     }
 }
-
-

@@ -58,7 +58,12 @@ pub struct Scan {
 
 impl Scan {
     /// Plan a scan of `paths`. `cancel` is polled between files.
-    pub fn plan(paths: &[String], opts: &ScanOptions, cache: &MetadataCache, cancel: &AtomicBool) -> Result<Scan> {
+    pub fn plan(
+        paths: &[String],
+        opts: &ScanOptions,
+        cache: &MetadataCache,
+        cancel: &AtomicBool,
+    ) -> Result<Scan> {
         if opts.batch_size == 0 {
             return Err(Error::InvalidArgument("batch_size must be positive".into()));
         }
@@ -69,12 +74,17 @@ impl Scan {
         // The first footer gives the schema; planning then finds it in the cache.
         let (md, first_outcome) = cache.get(&first_file, false)?;
         let descr = md.file_metadata().schema_descr();
-        let schema = parquet::arrow::parquet_to_arrow_schema(descr, md.file_metadata().key_value_metadata())
-            .map_err(|e| Error::from(e).in_file(first))?;
+        let schema =
+            parquet::arrow::parquet_to_arrow_schema(descr, md.file_metadata().key_value_metadata())
+                .map_err(|e| Error::from(e).in_file(first))?;
         let native = parquet::arrow::parquet_to_arrow_schema(descr, None)
             .map_err(|e| Error::from(e).in_file(first))?;
         for f in &listing.partition_fields {
-            if schema.fields().iter().any(|d| d.name().eq_ignore_ascii_case(f.name())) {
+            if schema
+                .fields()
+                .iter()
+                .any(|d| d.name().eq_ignore_ascii_case(f.name()))
+            {
                 return Err(Error::Source(format!(
                     "partition directory key {} is also a column of the files",
                     f.name()
@@ -111,7 +121,12 @@ impl Scan {
             io: &io,
         };
         let threads = opts.threads.max(1);
-        let plans = plan_files(&listing.files, &ctx, threads.min(listing.files.len()), cancel)?;
+        let plans = plan_files(
+            &listing.files,
+            &ctx,
+            threads.min(listing.files.len()),
+            cancel,
+        )?;
         let mut plan_metrics = PlanMetrics::default();
         let mut units = Vec::new();
         let mut summaries = Vec::new();
@@ -167,7 +182,10 @@ impl Scan {
             ("row_groups", m.row_groups),
             ("row_groups_pruned_by_stats", m.row_groups_pruned_by_stats),
             ("row_groups_pruned_by_bloom", m.row_groups_pruned_by_bloom),
-            ("row_groups_pruned_by_page_index", m.row_groups_pruned_by_page_index),
+            (
+                "row_groups_pruned_by_page_index",
+                m.row_groups_pruned_by_page_index,
+            ),
             ("pages", m.pages),
             ("pages_pruned", m.pages_pruned),
             ("pages_read", l(&r.pages_read)),
@@ -199,7 +217,13 @@ impl Scan {
         if let Some(p) = &self.predicate {
             let _ = writeln!(s, "  bound as:    {p}");
         }
-        let names: Vec<&str> = self.shape.schema.fields().iter().map(|f| f.name().as_str()).collect();
+        let names: Vec<&str> = self
+            .shape
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect();
         let _ = writeln!(s, "  columns:     {}", names.join(", "));
         let _ = writeln!(
             s,
@@ -266,13 +290,24 @@ fn output_shape(schema: &Schema, partitions: &[Field], opts: &ScanOptions) -> Re
             .iter()
             .map(|n| {
                 let find = |exact: bool| {
-                    let eq = |a: &str| if exact { a == n } else { a.eq_ignore_ascii_case(n) };
+                    let eq = |a: &str| {
+                        if exact {
+                            a == n
+                        } else {
+                            a.eq_ignore_ascii_case(n)
+                        }
+                    };
                     schema
                         .fields()
                         .iter()
                         .position(|f| eq(f.name()))
                         .map(OutputColumn::Root)
-                        .or_else(|| partitions.iter().position(|f| eq(f.name())).map(OutputColumn::Partition))
+                        .or_else(|| {
+                            partitions
+                                .iter()
+                                .position(|f| eq(f.name()))
+                                .map(OutputColumn::Partition)
+                        })
                 };
                 find(true).or_else(|| find(false)).ok_or_else(|| {
                     let known: Vec<&str> = schema
@@ -281,7 +316,10 @@ fn output_shape(schema: &Schema, partitions: &[Field], opts: &ScanOptions) -> Re
                         .map(|f| f.name().as_str())
                         .chain(partitions.iter().map(|f| f.name().as_str()))
                         .collect();
-                    Error::InvalidArgument(format!("unknown column {n:?} in columns (columns: {})", known.join(", ")))
+                    Error::InvalidArgument(format!(
+                        "unknown column {n:?} in columns (columns: {})",
+                        known.join(", ")
+                    ))
                 })
             })
             .collect::<Result<_>>()?,
@@ -308,7 +346,8 @@ fn plan_files(
     cancel: &AtomicBool,
 ) -> Result<Vec<FilePlan>> {
     let next = AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<Result<FilePlan>>>> = files.iter().map(|_| Mutex::new(None)).collect();
+    let results: Vec<Mutex<Option<Result<FilePlan>>>> =
+        files.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
             s.spawn(|| loop {
@@ -336,12 +375,18 @@ fn plan_files(
         match slot.into_inner().unwrap_or(None) {
             Some(r) => out.push(r?),
             None => {
-                return Err(Error::Source(format!("{}: planning stopped after an earlier error", f.path)))
+                return Err(Error::Source(format!(
+                    "{}: planning stopped after an earlier error",
+                    f.path
+                )))
             }
         }
     }
     Ok(out)
 }
+
+/// The sending end of one unit's channel, taken by the worker that reads the unit.
+type UnitSender = Mutex<Option<SyncSender<Result<RecordBatch>>>>;
 
 /// Scan results as an Arrow record batch reader.
 pub struct ScanStream {
@@ -359,7 +404,13 @@ struct StreamShared {
 }
 
 impl ScanStream {
-    fn start(units: Vec<ScanUnit>, shape: OutputShape, io: Arc<IoStats>, read: Arc<ReadMetrics>, threads: usize) -> Self {
+    fn start(
+        units: Vec<ScanUnit>,
+        shape: OutputShape,
+        io: Arc<IoStats>,
+        read: Arc<ReadMetrics>,
+        threads: usize,
+    ) -> Self {
         let n = units.len();
         let (senders, receivers): (Vec<SyncSender<Result<RecordBatch>>>, VecDeque<_>) =
             (0..n).map(|_| sync_channel(2)).unzip();
@@ -372,7 +423,7 @@ impl ScanStream {
         let worker_shared = shared.clone();
         let started = move || {
             let units = Arc::new(units);
-            let senders: Arc<Vec<Mutex<Option<SyncSender<Result<RecordBatch>>>>>> =
+            let senders: Arc<Vec<UnitSender>> =
                 Arc::new(senders.into_iter().map(|s| Mutex::new(Some(s))).collect());
             let next = Arc::new(AtomicUsize::new(0));
             let window = threads * 2 + 2;
@@ -434,7 +485,11 @@ impl ScanStream {
 
     fn advance(&mut self) {
         self.receivers.pop_front();
-        let mut pos = self.shared.consumer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pos = self
+            .shared
+            .consumer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         *pos += 1;
         self.shared.moved.notify_all();
     }

@@ -102,11 +102,18 @@ pub fn properties(schema: &arrow_schema::Schema, opts: &WriteOptions) -> Result<
 
 /// The largest write batch of at most 1024 rows that divides `limit`.
 fn batch_dividing(limit: usize) -> usize {
-    (1..=limit.min(1024)).rev().find(|d| limit % d == 0).unwrap_or(1)
+    (1..=limit.min(1024))
+        .rev()
+        .find(|d| limit.is_multiple_of(*d))
+        .unwrap_or(1)
 }
 
 /// Write every batch of `reader` to `path`.
-pub fn write(reader: Box<dyn RecordBatchReader + Send>, path: &str, opts: &WriteOptions) -> Result<u64> {
+pub fn write(
+    reader: Box<dyn RecordBatchReader + Send>,
+    path: &str,
+    opts: &WriteOptions,
+) -> Result<u64> {
     let schema = reader.schema();
     let props = properties(&schema, opts)?;
     let target = Path::new(path);

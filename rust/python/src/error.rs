@@ -39,7 +39,10 @@ pub fn to_py_err(e: Error) -> PyErr {
             Ok(m) => m.bind(py),
             Err(err) => return err,
         };
-        match module.getattr(name).and_then(|cls| cls.call1((message.clone(),))) {
+        match module
+            .getattr(name)
+            .and_then(|cls| cls.call1((message.clone(),)))
+        {
             Ok(instance) => PyErr::from_value(instance),
             Err(_) => PyRuntimeError::new_err(message),
         }

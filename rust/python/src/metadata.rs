@@ -46,7 +46,10 @@ impl PyFileMetadata {
 
     #[getter]
     fn created_by(&self) -> Option<String> {
-        self.metadata.file_metadata().created_by().map(str::to_string)
+        self.metadata
+            .file_metadata()
+            .created_by()
+            .map(str::to_string)
     }
 
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
@@ -95,9 +98,10 @@ impl PyFileMetadata {
 /// Read the footer and page index of `path` (through the metadata cache).
 #[pyfunction]
 pub fn read_metadata(py: Python<'_>, path: crate::source::Source) -> PyResult<PyFileMetadata> {
-    let [path]: [String; 1] = path.0.try_into().map_err(|_| {
-        pyo3::exceptions::PyTypeError::new_err("read_metadata takes one path")
-    })?;
+    let [path]: [String; 1] = path
+        .0
+        .try_into()
+        .map_err(|_| pyo3::exceptions::PyTypeError::new_err("read_metadata takes one path"))?;
     let p = path.clone();
     let (metadata, schema) = run_blocking(py, move |_| -> Result<_, Error> {
         let file = LocalFile::open(&p, Arc::new(IoStats::default()))?;

@@ -24,7 +24,9 @@ where
         .spawn(move || {
             let _ = tx.send(f(&worker_cancel));
         })
-        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
+        .map_err(|e| {
+            pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start a thread: {e}"))
+        })?;
     loop {
         let got = py.detach(|| {
             rx.lock()

@@ -38,8 +38,9 @@ fn consumed_error() -> PyErr {
     Python::attach(|py| {
         match PyModule::import(py, "pqindex._errors")
             .and_then(|m| m.getattr("ScanConsumedError"))
-            .and_then(|c| c.call1(("the rows of this scan were already consumed; call pqindex.scan again",)))
-        {
+            .and_then(|c| {
+                c.call1(("the rows of this scan were already consumed; call pqindex.scan again",))
+            }) {
             Ok(v) => PyErr::from_value(v),
             Err(e) => e,
         }
@@ -63,7 +64,9 @@ pub fn stream_capsule<'py>(
                 .fields()
                 .iter()
                 .zip(schema.fields())
-                .all(|(r, s)| r.data_type() == s.data_type() || can_cast_types(s.data_type(), r.data_type()));
+                .all(|(r, s)| {
+                    r.data_type() == s.data_type() || can_cast_types(s.data_type(), r.data_type())
+                });
         if castable {
             schema = Arc::new(Schema::new_with_metadata(
                 requested
@@ -97,7 +100,8 @@ pub fn stream_capsule<'py>(
         };
         Ok(Arc::new(StructArray::from(b)) as ArrayRef)
     });
-    let field = Field::new_struct("", schema.fields().clone(), false).with_metadata(schema.metadata().clone());
+    let field = Field::new_struct("", schema.fields().clone(), false)
+        .with_metadata(schema.metadata().clone());
     let iter = ArrayIterator::new(arrays, Arc::new(field));
     Ok(to_stream_pycapsule(py, Box::new(iter), None)?)
 }
@@ -192,7 +196,10 @@ pub fn scan(
         now_ns: None,
     };
     let paths = source.0;
-    let planned = run_blocking(py, move |cancel| Scan::plan(&paths, &opts, global_cache(), cancel))?.py()?;
+    let planned = run_blocking(py, move |cancel| {
+        Scan::plan(&paths, &opts, global_cache(), cancel)
+    })?
+    .py()?;
     Ok(PyScan {
         scan: Arc::new(planned),
         consumed: AtomicBool::new(false),

@@ -105,7 +105,10 @@ impl ChunkReader for PrefetchedFile {
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         match self.find(start, length) {
             Some(b) => Ok(b),
-            None => self.file.read_range(start, length).map_err(ParquetError::from),
+            None => self
+                .file
+                .read_range(start, length)
+                .map_err(ParquetError::from),
         }
     }
 }

@@ -97,7 +97,10 @@ impl LocalFile {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         let md = file.metadata().map_err(|e| Error::io(path, e))?;
         if md.is_dir() {
-            return Err(Error::invalid_file(path, "is a directory, not a Parquet file"));
+            return Err(Error::invalid_file(
+                path,
+                "is a directory, not a Parquet file",
+            ));
         }
         Ok(LocalFile {
             file: Arc::new(file),
@@ -107,7 +110,11 @@ impl LocalFile {
     }
 
     /// Open `path` and fail unless it is still the file described by `expected`.
-    pub fn open_expecting(path: &str, expected: &FileIdentity, stats: Arc<IoStats>) -> Result<Self> {
+    pub fn open_expecting(
+        path: &str,
+        expected: &FileIdentity,
+        stats: Arc<IoStats>,
+    ) -> Result<Self> {
         let file = Self::open(path, stats)?;
         if let Some(what) = file.identity.difference(expected) {
             return Err(Error::FileChanged {
@@ -195,4 +202,3 @@ impl Read for PositionalRead {
         Ok(n)
     }
 }
-

@@ -77,7 +77,11 @@ impl MetadataCache {
 
     /// The metadata of `file`, with the page index when `page_index` is set, from the
     /// cache when the cached entry belongs to this very version of the file.
-    pub fn get(&self, file: &LocalFile, page_index: bool) -> Result<(Arc<ParquetMetaData>, LoadOutcome)> {
+    pub fn get(
+        &self,
+        file: &LocalFile,
+        page_index: bool,
+    ) -> Result<(Arc<ParquetMetaData>, LoadOutcome)> {
         let key = file.path().to_string();
         let cached = {
             let mut st = self.lock();
@@ -112,11 +116,22 @@ impl MetadataCache {
         } else {
             (metadata, has_index)
         };
-        self.insert(key, file.identity().as_ref().clone(), metadata.clone(), has_index);
+        self.insert(
+            key,
+            file.identity().as_ref().clone(),
+            metadata.clone(),
+            has_index,
+        );
         Ok((metadata, outcome))
     }
 
-    fn insert(&self, key: String, identity: FileIdentity, metadata: Arc<ParquetMetaData>, page_index: bool) {
+    fn insert(
+        &self,
+        key: String,
+        identity: FileIdentity,
+        metadata: Arc<ParquetMetaData>,
+        page_index: bool,
+    ) {
         let bytes = metadata.memory_size() + key.len();
         let mut st = self.lock();
         if bytes > st.capacity {
@@ -181,4 +196,3 @@ impl Default for MetadataCache {
         Self::new(DEFAULT_CAPACITY)
     }
 }
-

@@ -5,7 +5,6 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
@@ -94,8 +93,10 @@ fn guarded<T>(path: &str, f: impl FnOnce() -> Result<T, ParquetError>) -> Result
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "parser panicked".to_string());
-            Err(Error::invalid_file(path, format!("corrupt metadata: {msg}")))
+            Err(Error::invalid_file(
+                path,
+                format!("corrupt metadata: {msg}"),
+            ))
         }
     }
 }
-

@@ -102,7 +102,11 @@ pub fn columns(md: &ParquetMetaData) -> Result<RecordBatch> {
             rg_b.append_value(r as i64);
             col_b.append_value(c.column_path().string());
             phys_b.append_value(c.column_type().to_string());
-            logical_b.append_option(c.column_descr().logical_type_ref().map(|l| format!("{l:?}")));
+            logical_b.append_option(
+                c.column_descr()
+                    .logical_type_ref()
+                    .map(|l| format!("{l:?}")),
+            );
             comp_b.append_value(c.compression().to_string());
             let encs: Vec<String> = c.encodings().map(|e| e.to_string()).collect();
             enc_b.append_value(encs.join(","));
@@ -117,7 +121,9 @@ pub fn columns(md: &ParquetMetaData) -> Result<RecordBatch> {
             max_exact_b.append_option(st.map(|s| s.max_is_exact()));
             bloom_b.append_value(c.bloom_filter_offset().is_some());
             bloom_len_b.append_option(c.bloom_filter_length().map(i64::from));
-            pidx_b.append_value(c.column_index_offset().is_some() && c.offset_index_offset().is_some());
+            pidx_b.append_value(
+                c.column_index_offset().is_some() && c.offset_index_offset().is_some(),
+            );
         }
     }
     batch(vec![
@@ -181,7 +187,10 @@ pub fn pages(md: &ParquetMetaData) -> Result<RecordBatch> {
         for (r, cols) in oi.iter().enumerate() {
             let rows = md.row_group(r).num_rows();
             for (c, o) in cols.iter().enumerate() {
-                let ci = md.column_index().and_then(|ci| ci.get(r)).and_then(|x| x.get(c));
+                let ci = md
+                    .column_index()
+                    .and_then(|ci| ci.get(r))
+                    .and_then(|x| x.get(c));
                 let locs = o.page_locations();
                 for (p, loc) in locs.iter().enumerate() {
                     let next = locs.get(p + 1).map_or(rows, |n| n.first_row_index);
@@ -215,4 +224,3 @@ pub fn pages(md: &ParquetMetaData) -> Result<RecordBatch> {
         ("null_page", Arc::new(null_page_b.finish())),
     ])
 }
-

@@ -210,7 +210,9 @@ impl Binder<'_, '_> {
             }
             let data_type = field.data_type().clone();
             let domain = Domain::of(&data_type).ok_or_else(|| {
-                Error::unsupported(format!("predicates on {data_type} columns are not supported"))
+                Error::unsupported(format!(
+                    "predicates on {data_type} columns are not supported"
+                ))
             })?;
             return Ok(Arc::new(ColumnRef {
                 name: field.name().clone(),
@@ -345,7 +347,14 @@ fn widening_cast(from: &DataType, to: SqlType) -> bool {
         return false;
     };
     match (domain, to) {
-        (Domain::Int { min, max, kind: IntKind::Integer }, SqlType::Int { bits, signed }) => {
+        (
+            Domain::Int {
+                min,
+                max,
+                kind: IntKind::Integer,
+            },
+            SqlType::Int { bits, signed },
+        ) => {
             let (lo, hi) = if signed {
                 if bits == 128 {
                     (i128::MIN, i128::MAX)
@@ -357,17 +366,45 @@ fn widening_cast(from: &DataType, to: SqlType) -> bool {
             };
             lo <= min && max <= hi
         }
-        (Domain::Int { min, max, kind: IntKind::Integer }, SqlType::Float64) => {
-            min >= -(1i128 << 53) && max <= 1i128 << 53
-        }
-        (Domain::Int { min, max, kind: IntKind::Integer }, SqlType::Float32) => {
-            min >= -(1i128 << 24) && max <= 1i128 << 24
-        }
+        (
+            Domain::Int {
+                min,
+                max,
+                kind: IntKind::Integer,
+            },
+            SqlType::Float64,
+        ) => min >= -(1i128 << 53) && max <= 1i128 << 53,
+        (
+            Domain::Int {
+                min,
+                max,
+                kind: IntKind::Integer,
+            },
+            SqlType::Float32,
+        ) => min >= -(1i128 << 24) && max <= 1i128 << 24,
         (Domain::Float32, SqlType::Float32 | SqlType::Float64) => true,
         (Domain::Float64, SqlType::Float64) => true,
-        (Domain::Int { kind: IntKind::Date, .. }, SqlType::Date | SqlType::Timestamp) => true,
-        (Domain::Int { kind: IntKind::Timestamp { tz: false, .. }, .. }, SqlType::Timestamp) => true,
-        (Domain::Int { kind: IntKind::Timestamp { tz: true, .. }, .. }, SqlType::TimestampTz) => true,
+        (
+            Domain::Int {
+                kind: IntKind::Date,
+                ..
+            },
+            SqlType::Date | SqlType::Timestamp,
+        ) => true,
+        (
+            Domain::Int {
+                kind: IntKind::Timestamp { tz: false, .. },
+                ..
+            },
+            SqlType::Timestamp,
+        ) => true,
+        (
+            Domain::Int {
+                kind: IntKind::Timestamp { tz: true, .. },
+                ..
+            },
+            SqlType::TimestampTz,
+        ) => true,
         (Domain::Utf8, SqlType::Varchar) => true,
         (Domain::Bool, SqlType::Bool) => true,
         _ => false,

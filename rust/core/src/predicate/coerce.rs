@@ -136,18 +136,23 @@ pub fn coerce(lit: &Literal, domain: Domain, column: &str) -> Result<Coerced> {
             let f = match lit {
                 Literal::Number(n) => n.parse::<f64>().map_err(|_| wrong())?,
                 Literal::Float(f) => *f,
-                Literal::Str(s) => {
-                    crate::predicate::sql::cast_literal(Literal::Str(s.clone()), crate::predicate::sql::SqlType::Float64)
-                        .ok()
-                        .and_then(|l| match l {
-                            Literal::Float(f) => Some(f),
-                            _ => None,
-                        })
-                        .ok_or_else(wrong)?
-                }
+                Literal::Str(s) => crate::predicate::sql::cast_literal(
+                    Literal::Str(s.clone()),
+                    crate::predicate::sql::SqlType::Float64,
+                )
+                .ok()
+                .and_then(|l| match l {
+                    Literal::Float(f) => Some(f),
+                    _ => None,
+                })
+                .ok_or_else(wrong)?,
                 _ => return Err(wrong()),
             };
-            let f = if domain == Domain::Float32 { f as f32 as f64 } else { f };
+            let f = if domain == Domain::Float32 {
+                f as f32 as f64
+            } else {
+                f
+            };
             Ok(Coerced::Exact(Value::Float(f)))
         }
         Domain::Utf8 => match lit {
@@ -156,7 +161,10 @@ pub fn coerce(lit: &Literal, domain: Domain, column: &str) -> Result<Coerced> {
         },
         Domain::Binary => match lit {
             Literal::Bytes(b) => Ok(Coerced::Exact(Value::Bytes(b.clone()))),
-            Literal::Str(_) => match crate::predicate::sql::cast_literal(lit.clone(), crate::predicate::sql::SqlType::Blob)? {
+            Literal::Str(_) => match crate::predicate::sql::cast_literal(
+                lit.clone(),
+                crate::predicate::sql::SqlType::Blob,
+            )? {
                 Literal::Bytes(b) => Ok(Coerced::Exact(Value::Bytes(b))),
                 _ => Err(wrong()),
             },
@@ -164,7 +172,10 @@ pub fn coerce(lit: &Literal, domain: Domain, column: &str) -> Result<Coerced> {
         },
         Domain::Int { min, max, kind } => {
             let in_domain = match (kind, lit) {
-                (IntKind::Integer | IntKind::Decimal { .. }, Literal::Number(n) | Literal::Str(n)) => {
+                (
+                    IntKind::Integer | IntKind::Decimal { .. },
+                    Literal::Number(n) | Literal::Str(n),
+                ) => {
                     let scale = match kind {
                         IntKind::Decimal { scale } => scale,
                         _ => 0,
@@ -172,10 +183,8 @@ pub fn coerce(lit: &Literal, domain: Domain, column: &str) -> Result<Coerced> {
                     match parse_number(n) {
                         Some(r) => {
                             let (mn, md) = scale_factor(scale).ok_or_else(wrong)?;
-                            r.scaled_floor(mn, md).map_or_else(
-                                || Overflow::from_sign(r.num),
-                                Overflow::Fits,
-                            )
+                            r.scaled_floor(mn, md)
+                                .map_or_else(|| Overflow::from_sign(r.num), Overflow::Fits)
                         }
                         None if matches!(lit, Literal::Number(_)) => {
                             float_to_domain(n.parse::<f64>().map_err(|_| wrong())?, scale)
@@ -256,11 +265,23 @@ fn float_to_domain(f: f64, scale: i8) -> Overflow {
 fn place(v: Overflow, min: i128, max: i128) -> Coerced {
     let int = |x: i128| Some(Value::Int(x));
     match v {
-        Overflow::Below => Coerced::Between { lo: None, hi: int(min) },
-        Overflow::Above => Coerced::Between { lo: int(max), hi: None },
+        Overflow::Below => Coerced::Between {
+            lo: None,
+            hi: int(min),
+        },
+        Overflow::Above => Coerced::Between {
+            lo: int(max),
+            hi: None,
+        },
         Overflow::Fits((v, true)) if (min..=max).contains(&v) => Coerced::Exact(Value::Int(v)),
-        Overflow::Fits((v, true)) if v < min => Coerced::Between { lo: None, hi: int(min) },
-        Overflow::Fits((_, true)) => Coerced::Between { lo: int(max), hi: None },
+        Overflow::Fits((v, true)) if v < min => Coerced::Between {
+            lo: None,
+            hi: int(min),
+        },
+        Overflow::Fits((_, true)) => Coerced::Between {
+            lo: int(max),
+            hi: None,
+        },
         Overflow::Fits((floor, false)) => Coerced::Between {
             lo: (floor >= min).then(|| floor.min(max)).and_then(int),
             hi: (floor < max).then(|| (floor + 1).max(min)).and_then(int),
@@ -294,7 +315,13 @@ mod tests {
 
     #[test]
     fn numbers_parse_exactly() {
-        assert_eq!(parse_number("12.50"), Some(Rational { num: 1250, den: 100 }));
+        assert_eq!(
+            parse_number("12.50"),
+            Some(Rational {
+                num: 1250,
+                den: 100
+            })
+        );
         assert_eq!(parse_number("-1e3"), Some(Rational { num: -1000, den: 1 }));
         assert_eq!(parse_number(".5"), Some(Rational { num: 5, den: 10 }));
         assert_eq!(parse_number("1.5e-1"), Some(Rational { num: 15, den: 100 }));
@@ -305,15 +332,39 @@ mod tests {
     #[test]
     fn integers_between_neighbours() {
         let c = coerce(&Literal::Number("2.5".into()), int8(), "x").unwrap();
-        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(2)), hi: Some(Value::Int(3)) });
+        assert_eq!(
+            c,
+            Coerced::Between {
+                lo: Some(Value::Int(2)),
+                hi: Some(Value::Int(3))
+            }
+        );
         let c = coerce(&Literal::Number("-2.5".into()), int8(), "x").unwrap();
-        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(-3)), hi: Some(Value::Int(-2)) });
+        assert_eq!(
+            c,
+            Coerced::Between {
+                lo: Some(Value::Int(-3)),
+                hi: Some(Value::Int(-2))
+            }
+        );
         let c = coerce(&Literal::Number("1000".into()), int8(), "x").unwrap();
-        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(127)), hi: None });
+        assert_eq!(
+            c,
+            Coerced::Between {
+                lo: Some(Value::Int(127)),
+                hi: None
+            }
+        );
         let c = coerce(&Literal::Number("-128".into()), int8(), "x").unwrap();
         assert_eq!(c, Coerced::Exact(Value::Int(-128)));
         let c = coerce(&Literal::Number("127.5".into()), int8(), "x").unwrap();
-        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(127)), hi: None });
+        assert_eq!(
+            c,
+            Coerced::Between {
+                lo: Some(Value::Int(127)),
+                hi: None
+            }
+        );
     }
 
     #[test]
@@ -322,20 +373,57 @@ mod tests {
         let c = coerce(&Literal::Number("1.5".into()), d, "x").unwrap();
         assert_eq!(c, Coerced::Exact(Value::Int(150)));
         let c = coerce(&Literal::Number("1.505".into()), d, "x").unwrap();
-        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(150)), hi: Some(Value::Int(151)) });
+        assert_eq!(
+            c,
+            Coerced::Between {
+                lo: Some(Value::Int(150)),
+                hi: Some(Value::Int(151))
+            }
+        );
         assert_eq!(format_decimal(-5, 2), "-0.05");
         assert_eq!(format_decimal(12345, 2), "123.45");
     }
 
     #[test]
     fn times_and_errors() {
-        let ts = Domain::of(&DataType::Timestamp(arrow_schema::TimeUnit::Millisecond, None)).unwrap();
-        let c = coerce(&Literal::Timestamp { ns: 1_500_000, tz: false }, ts, "t").unwrap();
-        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(1)), hi: Some(Value::Int(2)) });
-        let c = coerce(&Literal::Str("1970-01-02".into()), Domain::of(&DataType::Date32).unwrap(), "d").unwrap();
+        let ts = Domain::of(&DataType::Timestamp(
+            arrow_schema::TimeUnit::Millisecond,
+            None,
+        ))
+        .unwrap();
+        let c = coerce(
+            &Literal::Timestamp {
+                ns: 1_500_000,
+                tz: false,
+            },
+            ts,
+            "t",
+        )
+        .unwrap();
+        assert_eq!(
+            c,
+            Coerced::Between {
+                lo: Some(Value::Int(1)),
+                hi: Some(Value::Int(2))
+            }
+        );
+        let c = coerce(
+            &Literal::Str("1970-01-02".into()),
+            Domain::of(&DataType::Date32).unwrap(),
+            "d",
+        )
+        .unwrap();
         assert_eq!(c, Coerced::Exact(Value::Int(1)));
-        assert!(matches!(coerce(&Literal::Number("5".into()), Domain::Utf8, "s"), Err(Error::Predicate(m)) if m.contains("column s")));
+        assert!(
+            matches!(coerce(&Literal::Number("5".into()), Domain::Utf8, "s"), Err(Error::Predicate(m)) if m.contains("column s"))
+        );
         let c = coerce(&Literal::Float(f64::NAN), int8(), "x").unwrap();
-        assert_eq!(c, Coerced::Between { lo: Some(Value::Int(127)), hi: None });
+        assert_eq!(
+            c,
+            Coerced::Between {
+                lo: Some(Value::Int(127)),
+                hi: None
+            }
+        );
     }
 }

@@ -207,19 +207,55 @@ mod tests {
         ]));
         let b = batch(a, "f");
         let c = col("f", DataType::Float64);
-        let eq0 = selection(&Predicate::Cmp { col: c.clone(), op: CmpOp::Eq, value: Value::Float(0.0) }, &b).unwrap();
-        assert_eq!(eq0, BooleanArray::from(vec![true, true, false, false, false, false]));
-        let gt = selection(&Predicate::Cmp { col: c.clone(), op: CmpOp::Gt, value: Value::Float(f64::INFINITY) }, &b).unwrap();
-        assert_eq!(gt, BooleanArray::from(vec![false, false, true, true, false, false]));
-        let nan = selection(&Predicate::Cmp { col: c, op: CmpOp::Eq, value: Value::Float(f64::NAN) }, &b).unwrap();
-        assert_eq!(nan, BooleanArray::from(vec![false, false, true, true, false, false]));
+        let eq0 = selection(
+            &Predicate::Cmp {
+                col: c.clone(),
+                op: CmpOp::Eq,
+                value: Value::Float(0.0),
+            },
+            &b,
+        )
+        .unwrap();
+        assert_eq!(
+            eq0,
+            BooleanArray::from(vec![true, true, false, false, false, false])
+        );
+        let gt = selection(
+            &Predicate::Cmp {
+                col: c.clone(),
+                op: CmpOp::Gt,
+                value: Value::Float(f64::INFINITY),
+            },
+            &b,
+        )
+        .unwrap();
+        assert_eq!(
+            gt,
+            BooleanArray::from(vec![false, false, true, true, false, false])
+        );
+        let nan = selection(
+            &Predicate::Cmp {
+                col: c,
+                op: CmpOp::Eq,
+                value: Value::Float(f64::NAN),
+            },
+            &b,
+        )
+        .unwrap();
+        assert_eq!(
+            nan,
+            BooleanArray::from(vec![false, false, true, true, false, false])
+        );
     }
 
     #[test]
     fn null_or_keeps_nulls() {
         let a: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None]));
         let b = batch(a, "x");
-        let p = Predicate::NullOr { col: col("x", DataType::Int32), value: true };
+        let p = Predicate::NullOr {
+            col: col("x", DataType::Int32),
+            value: true,
+        };
         let r = evaluate(&p, &b).unwrap();
         assert!(r.value(0));
         assert!(r.is_null(1));

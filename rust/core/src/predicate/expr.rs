@@ -223,7 +223,8 @@ impl Predicate {
     /// constant. The result refers to data columns only.
     pub fn bind_partitions(&self, values: &[Option<Value>]) -> Predicate {
         let value_of = |col: &Column| -> Option<Option<&Value>> {
-            col.partition.map(|i| values.get(i).and_then(|v| v.as_ref()))
+            col.partition
+                .map(|i| values.get(i).and_then(|v| v.as_ref()))
         };
         match self {
             Predicate::And(parts) => {
@@ -256,9 +257,12 @@ impl Predicate {
             (Predicate::IsNull { negated, .. }, v) => Some(v.is_none() != *negated),
             (_, None) => None,
             (Predicate::Cmp { op, value, .. }, Some(v)) => Some(op.holds(v.sql_cmp(value))),
-            (Predicate::InList { values, negated, .. }, Some(v)) => {
-                Some(values.iter().any(|x| x.sql_cmp(v).is_eq()) != *negated)
-            }
+            (
+                Predicate::InList {
+                    values, negated, ..
+                },
+                Some(v),
+            ) => Some(values.iter().any(|x| x.sql_cmp(v).is_eq()) != *negated),
             (Predicate::NullOr { value, .. }, Some(_)) => Some(*value),
             (Predicate::And(_) | Predicate::Or(_), _) => None,
         }

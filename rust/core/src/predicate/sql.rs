@@ -6,8 +6,8 @@
 //! `current_date`, interval arithmetic. What remains refers to columns.
 
 use sqlparser::ast::{
-    BinaryOperator, CastKind, Expr, FunctionArg, FunctionArgExpr, FunctionArguments,
-    UnaryOperator, Value as SqlValue,
+    BinaryOperator, CastKind, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, UnaryOperator,
+    Value as SqlValue,
 };
 use sqlparser::dialect::DuckDbDialect;
 use sqlparser::parser::Parser;
@@ -49,8 +49,14 @@ pub enum Literal {
     Date(i32),
     /// Nanoseconds since 1970-01-01 00:00; `tz` when it denotes an instant (an explicit
     /// offset or TIMESTAMPTZ) rather than a wall-clock time.
-    Timestamp { ns: i128, tz: bool },
-    Interval { months: i64, ns: i128 },
+    Timestamp {
+        ns: i128,
+        tz: bool,
+    },
+    Interval {
+        months: i64,
+        ns: i128,
+    },
 }
 
 /// The target types of a cast that pqindex understands.
@@ -145,18 +151,22 @@ impl Converter {
                     FunctionArguments::Subquery(_) => false,
                 };
                 match (name.as_str(), no_args) {
-                    ("now" | "current_timestamp" | "get_current_timestamp" | "transaction_timestamp", true) => {
-                        Ast::Lit(Literal::Timestamp {
-                            ns: self.now_ns,
-                            tz: true,
-                        })
-                    }
+                    (
+                        "now"
+                        | "current_timestamp"
+                        | "get_current_timestamp"
+                        | "transaction_timestamp",
+                        true,
+                    ) => Ast::Lit(Literal::Timestamp {
+                        ns: self.now_ns,
+                        tz: true,
+                    }),
                     ("current_date" | "today", true) => {
-                        Ast::Lit(Literal::Date(time::floor_div(self.now_ns, time::NS_PER_DAY) as i32))
+                        Ast::Lit(Literal::Date(
+                            time::floor_div(self.now_ns, time::NS_PER_DAY) as i32,
+                        ))
                     }
-                    ("cast", false) => {
-                        return Err(Error::unsupported("use CAST(x AS type)"))
-                    }
+                    ("cast", false) => return Err(Error::unsupported("use CAST(x AS type)")),
                     _ => {
                         let _ = function_args(&f.args);
                         return Err(Error::unsupported(format!(
@@ -219,7 +229,9 @@ impl Converter {
                 negated,
             } => Ast::InList(
                 Box::new(self.convert(expr)?),
-                list.iter().map(|e| self.convert(e)).collect::<Result<_>>()?,
+                list.iter()
+                    .map(|e| self.convert(e))
+                    .collect::<Result<_>>()?,
                 *negated,
             ),
             Expr::Between {
@@ -302,8 +314,10 @@ fn literal_of(v: &SqlValue) -> Result<Literal> {
 }
 
 fn parse_hex(h: &str) -> Result<Vec<u8>> {
-    if h.len() % 2 != 0 {
-        return Err(Error::predicate(format!("hex literal X'{h}' has an odd length")));
+    if !h.len().is_multiple_of(2) {
+        return Err(Error::predicate(format!(
+            "hex literal X'{h}' has an odd length"
+        )));
     }
     (0..h.len())
         .step_by(2)
@@ -356,7 +370,7 @@ fn fold_arithmetic(l: Ast, minus: bool, r: Ast) -> Result<Ast> {
             let days: i64 = n
                 .parse()
                 .map_err(|_| Error::predicate(format!("cannot add {n} days to a date")))?;
-            let out = i64::from(d) + days * sign as i64;
+            let out = i64::from(d) + days * sign;
             Literal::Date(i32::try_from(out).map_err(|_| Error::predicate("date out of range"))?)
         }
         (
@@ -380,20 +394,50 @@ fn fold_arithmetic(l: Ast, minus: bool, r: Ast) -> Result<Ast> {
 pub fn sql_type(name: &str) -> Result<SqlType> {
     let upper = name.trim().to_ascii_uppercase();
     let (base, args) = match upper.find('(') {
-        Some(i) => (upper[..i].trim(), Some(upper[i + 1..].trim_end_matches(')'))),
+        Some(i) => (
+            upper[..i].trim(),
+            Some(upper[i + 1..].trim_end_matches(')')),
+        ),
         None => (upper.as_str(), None),
     };
     Ok(match base {
         "BOOLEAN" | "BOOL" | "LOGICAL" => SqlType::Bool,
-        "TINYINT" | "INT1" => SqlType::Int { bits: 8, signed: true },
-        "SMALLINT" | "INT2" | "SHORT" => SqlType::Int { bits: 16, signed: true },
-        "INTEGER" | "INT" | "INT4" | "SIGNED" => SqlType::Int { bits: 32, signed: true },
-        "BIGINT" | "INT8" | "LONG" => SqlType::Int { bits: 64, signed: true },
-        "HUGEINT" | "INT128" => SqlType::Int { bits: 128, signed: true },
-        "UTINYINT" => SqlType::Int { bits: 8, signed: false },
-        "USMALLINT" => SqlType::Int { bits: 16, signed: false },
-        "UINTEGER" => SqlType::Int { bits: 32, signed: false },
-        "UBIGINT" => SqlType::Int { bits: 64, signed: false },
+        "TINYINT" | "INT1" => SqlType::Int {
+            bits: 8,
+            signed: true,
+        },
+        "SMALLINT" | "INT2" | "SHORT" => SqlType::Int {
+            bits: 16,
+            signed: true,
+        },
+        "INTEGER" | "INT" | "INT4" | "SIGNED" => SqlType::Int {
+            bits: 32,
+            signed: true,
+        },
+        "BIGINT" | "INT8" | "LONG" => SqlType::Int {
+            bits: 64,
+            signed: true,
+        },
+        "HUGEINT" | "INT128" => SqlType::Int {
+            bits: 128,
+            signed: true,
+        },
+        "UTINYINT" => SqlType::Int {
+            bits: 8,
+            signed: false,
+        },
+        "USMALLINT" => SqlType::Int {
+            bits: 16,
+            signed: false,
+        },
+        "UINTEGER" => SqlType::Int {
+            bits: 32,
+            signed: false,
+        },
+        "UBIGINT" => SqlType::Int {
+            bits: 64,
+            signed: false,
+        },
         "REAL" | "FLOAT4" | "FLOAT" => SqlType::Float32,
         "DOUBLE" | "FLOAT8" | "DOUBLE PRECISION" => SqlType::Float64,
         "DECIMAL" | "NUMERIC" => {
@@ -429,9 +473,7 @@ pub fn sql_type(name: &str) -> Result<SqlType> {
 
 /// Cast a constant, as DuckDB would before comparing.
 pub fn cast_literal(lit: Literal, ty: SqlType) -> Result<Literal> {
-    let fail = |lit: &Literal| {
-        Error::predicate(format!("cannot cast {} to {ty:?}", describe(lit)))
-    };
+    let fail = |lit: &Literal| Error::predicate(format!("cannot cast {} to {ty:?}", describe(lit)));
     Ok(match (lit, ty) {
         (Literal::Null, _) => Literal::Null,
         (Literal::Str(s), SqlType::Date) => Literal::Date(time::parse_date_or_timestamp_date(&s)?),
@@ -475,18 +517,28 @@ pub fn cast_literal(lit: Literal, ty: SqlType) -> Result<Literal> {
         ),
         (Literal::Number(n), SqlType::Float32 | SqlType::Float64) => {
             let f: f64 = n.parse().map_err(|_| fail(&Literal::Number(n.clone())))?;
-            Literal::Float(if ty == SqlType::Float32 { f as f32 as f64 } else { f })
+            Literal::Float(if ty == SqlType::Float32 {
+                f as f32 as f64
+            } else {
+                f
+            })
         }
         (Literal::Str(s), SqlType::Float32 | SqlType::Float64) => {
             let f = parse_float_text(&s).ok_or_else(|| fail(&Literal::Str(s.clone())))?;
-            Literal::Float(if ty == SqlType::Float32 { f as f32 as f64 } else { f })
+            Literal::Float(if ty == SqlType::Float32 {
+                f as f32 as f64
+            } else {
+                f
+            })
         }
         (Literal::Float(f), SqlType::Float32) => Literal::Float(f as f32 as f64),
         (Literal::Float(f), SqlType::Float64) => Literal::Float(f),
         (Literal::Number(n) | Literal::Str(n), SqlType::Int { bits, signed }) => {
             let r = crate::predicate::coerce::parse_number(n.trim())
                 .ok_or_else(|| fail(&Literal::Str(n.clone())))?;
-            let v = r.round_half_away().ok_or_else(|| fail(&Literal::Str(n.clone())))?;
+            let v = r
+                .round_half_away()
+                .ok_or_else(|| fail(&Literal::Str(n.clone())))?;
             check_int_range(v, bits, signed).ok_or_else(|| fail(&Literal::Str(n.clone())))?;
             Literal::Number(v.to_string())
         }
@@ -588,7 +640,10 @@ mod tests {
                 Box::new(Ast::Lit(Literal::Str("x".into())))
             )
         );
-        assert_eq!(p("s.a IS NULL"), Ast::IsNull(Box::new(Ast::Column(vec!["s".into(), "a".into()])), false));
+        assert_eq!(
+            p("s.a IS NULL"),
+            Ast::IsNull(Box::new(Ast::Column(vec!["s".into(), "a".into()])), false)
+        );
     }
 
     #[test]
@@ -596,7 +651,13 @@ mod tests {
         let day = time::NS_PER_DAY;
         match p("ts > now() - INTERVAL '7 days'") {
             Ast::Cmp(_, CmpOp::Gt, r) => {
-                assert_eq!(*r, Ast::Lit(Literal::Timestamp { ns: -7 * day, tz: true }))
+                assert_eq!(
+                    *r,
+                    Ast::Lit(Literal::Timestamp {
+                        ns: -7 * day,
+                        tz: true
+                    })
+                )
             }
             other => panic!("{other:?}"),
         }
@@ -611,13 +672,18 @@ mod tests {
     fn casts_of_constants_fold() {
         assert_eq!(p("x = CAST('12' AS INTEGER)"), p("x = 12"));
         assert_eq!(p("x = '2.5'::DECIMAL(4,1)"), p("x = 2.5"));
-        assert!(matches!(p("CAST(x AS BIGINT) = 1"), Ast::Cmp(l, _, _) if matches!(*l, Ast::Cast(..))));
+        assert!(
+            matches!(p("CAST(x AS BIGINT) = 1"), Ast::Cmp(l, _, _) if matches!(*l, Ast::Cast(..)))
+        );
     }
 
     #[test]
     fn rejects_trailing_garbage_and_unknown_functions() {
         assert!(matches!(parse("x = 1 y", 0), Err(Error::Predicate(_))));
-        assert!(matches!(parse("lower(x) = 'a'", 0), Err(Error::Unsupported(_))));
+        assert!(matches!(
+            parse("lower(x) = 'a'", 0),
+            Err(Error::Unsupported(_))
+        ));
         assert!(matches!(parse("x = ", 0), Err(Error::Predicate(_))));
     }
 }

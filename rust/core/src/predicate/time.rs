@@ -50,8 +50,9 @@ pub fn parse_date_or_timestamp_date(s: &str) -> Result<i32> {
     if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
         return Ok(date_to_days(d));
     }
-    let (ns, _) = parse_timestamp(t)
-        .map_err(|_| Error::predicate(format!("cannot read {s:?} as a date (expected YYYY-MM-DD)")))?;
+    let (ns, _) = parse_timestamp(t).map_err(|_| {
+        Error::predicate(format!("cannot read {s:?} as a date (expected YYYY-MM-DD)"))
+    })?;
     Ok(floor_div(ns, NS_PER_DAY) as i32)
 }
 
@@ -116,9 +117,13 @@ pub fn add_interval(ns: i128, months: i64, fixed_ns: i128) -> Result<i128> {
 
 /// `'7 days'`, `'1 day 2 hours'`, `'3 months'`, `'-1 year'`: (months, nanoseconds).
 pub fn parse_interval(text: &str) -> Result<(i64, i128)> {
-    let bad = || Error::predicate(format!("cannot read interval {text:?} (expected e.g. '7 days' or '2 hours')"));
+    let bad = || {
+        Error::predicate(format!(
+            "cannot read interval {text:?} (expected e.g. '7 days' or '2 hours')"
+        ))
+    };
     let tokens: Vec<&str> = text.split_whitespace().collect();
-    if tokens.is_empty() || tokens.len() % 2 != 0 {
+    if tokens.is_empty() || !tokens.len().is_multiple_of(2) {
         return Err(bad());
     }
     let (mut months, mut ns) = (0i64, 0i128);
@@ -153,9 +158,18 @@ mod tests {
 
     #[test]
     fn timestamps_parse_with_and_without_offsets() {
-        assert_eq!(parse_timestamp("1970-01-01 00:00:01").unwrap(), (1_000_000_000, false));
-        assert_eq!(parse_timestamp("1970-01-01T01:00:00+01:00").unwrap(), (0, true));
-        assert_eq!(parse_timestamp("1970-01-01 00:00:00.000000001Z").unwrap(), (1, true));
+        assert_eq!(
+            parse_timestamp("1970-01-01 00:00:01").unwrap(),
+            (1_000_000_000, false)
+        );
+        assert_eq!(
+            parse_timestamp("1970-01-01T01:00:00+01:00").unwrap(),
+            (0, true)
+        );
+        assert_eq!(
+            parse_timestamp("1970-01-01 00:00:00.000000001Z").unwrap(),
+            (1, true)
+        );
         assert_eq!(parse_timestamp("1969-12-31").unwrap().0, -NS_PER_DAY);
         assert!(parse_timestamp("yesterday").is_err());
     }
@@ -173,8 +187,10 @@ mod tests {
         assert_eq!(parse_interval("1 year 2 months").unwrap(), (14, 0));
         assert_eq!(parse_interval("-2 hours").unwrap(), (0, -7_200_000_000_000));
         assert!(parse_interval("soon").is_err());
-        let jan31 = i128::from(date_to_days(NaiveDate::from_ymd_opt(2023, 1, 31).unwrap())) * NS_PER_DAY;
-        let feb28 = i128::from(date_to_days(NaiveDate::from_ymd_opt(2023, 2, 28).unwrap())) * NS_PER_DAY;
+        let jan31 =
+            i128::from(date_to_days(NaiveDate::from_ymd_opt(2023, 1, 31).unwrap())) * NS_PER_DAY;
+        let feb28 =
+            i128::from(date_to_days(NaiveDate::from_ymd_opt(2023, 2, 28).unwrap())) * NS_PER_DAY;
         assert_eq!(add_interval(jan31, 1, 0).unwrap(), feb28);
     }
 }

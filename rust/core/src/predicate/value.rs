@@ -9,12 +9,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use arrow_array::{
-    ArrayRef, BinaryArray, BooleanArray, Date32Array, Date64Array, Decimal128Array,
-    FixedSizeBinaryArray, Float32Array, Float64Array, Int16Array, Int32Array, Int64Array,
-    Int8Array, LargeBinaryArray, LargeStringArray, StringArray, StringViewArray,
-    BinaryViewArray, TimestampMicrosecondArray, TimestampMillisecondArray,
-    TimestampNanosecondArray, TimestampSecondArray, UInt16Array, UInt32Array, UInt64Array,
-    UInt8Array,
+    ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, Date32Array, Date64Array,
+    Decimal128Array, FixedSizeBinaryArray, Float32Array, Float64Array, Int16Array, Int32Array,
+    Int64Array, Int8Array, LargeBinaryArray, LargeStringArray, StringArray, StringViewArray,
+    TimestampMicrosecondArray, TimestampMillisecondArray, TimestampNanosecondArray,
+    TimestampSecondArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
 };
 use arrow_schema::{DataType, TimeUnit};
 
@@ -219,24 +218,24 @@ pub fn to_scalar_array(value: &Value, data_type: &DataType) -> Result<ArrayRef> 
             Value::Float(f) => Arc::new(Float64Array::from(vec![*f])),
             _ => return Err(mismatch()),
         },
-        Decimal128(p, s) => Arc::new(
-            Decimal128Array::from(vec![int(value)?]).with_precision_and_scale(*p, *s)?,
-        ),
+        Decimal128(p, s) => {
+            Arc::new(Decimal128Array::from(vec![int(value)?]).with_precision_and_scale(*p, *s)?)
+        }
         Timestamp(unit, tz) => {
             let v = i64::try_from(int(value)?).map_err(|_| mismatch())?;
             match unit {
                 TimeUnit::Second => {
                     Arc::new(TimestampSecondArray::from(vec![v]).with_timezone_opt(tz.clone()))
                 }
-                TimeUnit::Millisecond => Arc::new(
-                    TimestampMillisecondArray::from(vec![v]).with_timezone_opt(tz.clone()),
-                ),
-                TimeUnit::Microsecond => Arc::new(
-                    TimestampMicrosecondArray::from(vec![v]).with_timezone_opt(tz.clone()),
-                ),
-                TimeUnit::Nanosecond => Arc::new(
-                    TimestampNanosecondArray::from(vec![v]).with_timezone_opt(tz.clone()),
-                ),
+                TimeUnit::Millisecond => {
+                    Arc::new(TimestampMillisecondArray::from(vec![v]).with_timezone_opt(tz.clone()))
+                }
+                TimeUnit::Microsecond => {
+                    Arc::new(TimestampMicrosecondArray::from(vec![v]).with_timezone_opt(tz.clone()))
+                }
+                TimeUnit::Nanosecond => {
+                    Arc::new(TimestampNanosecondArray::from(vec![v]).with_timezone_opt(tz.clone()))
+                }
             }
         }
         Utf8 => Arc::new(StringArray::from(vec![utf8(bytes(value)?)?])),

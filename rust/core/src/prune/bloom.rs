@@ -32,13 +32,21 @@ pub fn read_bloom(file: &LocalFile, chunk: &ColumnChunkMetaData) -> Result<Optio
     let offset = u64::try_from(offset)
         .ok()
         .filter(|o| *o < size)
-        .ok_or_else(|| corrupt(format!("offset {offset} is outside the file ({size} bytes)")))?;
+        .ok_or_else(|| {
+            corrupt(format!(
+                "offset {offset} is outside the file ({size} bytes)"
+            ))
+        })?;
     let declared = chunk.bloom_filter_length().map(|l| l as i64);
     let first_read = match declared {
         Some(len) => u64::try_from(len)
             .ok()
             .filter(|l| *l <= MAX_BITSET + HEADER_GUESS && offset + l <= size)
-            .ok_or_else(|| corrupt(format!("length {len} at offset {offset} does not fit in the file ({size} bytes)")))?,
+            .ok_or_else(|| {
+                corrupt(format!(
+                    "length {len} at offset {offset} does not fit in the file ({size} bytes)"
+                ))
+            })?,
         None => HEADER_GUESS.min(size - offset),
     };
     let buf = file.read_range(offset, first_read as usize)?;
@@ -52,7 +60,9 @@ pub fn read_bloom(file: &LocalFile, chunk: &ColumnChunkMetaData) -> Result<Optio
         buf.slice(start as usize..(start + num_bytes) as usize)
     } else {
         if declared.is_some() || offset + start + num_bytes > size {
-            return Err(corrupt(format!("bitset of {num_bytes} bytes runs past its declared length or the end of the file")));
+            return Err(corrupt(format!(
+                "bitset of {num_bytes} bytes runs past its declared length or the end of the file"
+            )));
         }
         file.read_range(offset + start, num_bytes as usize)?
     };
@@ -61,7 +71,12 @@ pub fn read_bloom(file: &LocalFile, chunk: &ColumnChunkMetaData) -> Result<Optio
 
 /// Whether the leaf could be TRUE in a chunk whose filter is `sbbf`: `false` only when
 /// every value the leaf needs is definitely absent.
-pub fn leaf_may_match(leaf: &Predicate, sbbf: &Sbbf, physical: PhysicalType, type_length: i32) -> bool {
+pub fn leaf_may_match(
+    leaf: &Predicate,
+    sbbf: &Sbbf,
+    physical: PhysicalType,
+    type_length: i32,
+) -> bool {
     let values: &[Value] = match leaf {
         Predicate::Cmp {
             op: CmpOp::Eq,
@@ -79,10 +94,12 @@ pub fn leaf_may_match(leaf: &Predicate, sbbf: &Sbbf, physical: PhysicalType, typ
         Predicate::Cmp { col, .. } | Predicate::InList { col, .. } => col,
         _ => return true,
     };
-    values.iter().any(|v| match encodings(v, col, physical, type_length) {
-        Some(candidates) => candidates.iter().any(|bytes| sbbf.check(&bytes[..])),
-        None => true,
-    })
+    values
+        .iter()
+        .any(|v| match encodings(v, col, physical, type_length) {
+            Some(candidates) => candidates.iter().any(|bytes| sbbf.check(&bytes[..])),
+            None => true,
+        })
 }
 
 /// Whether a bloom filter can answer for this leaf at all.
@@ -95,7 +112,12 @@ pub fn is_probe(leaf: &Predicate) -> bool {
 
 /// The plain encodings a value may have been hashed as, or `None` when it cannot be
 /// probed safely.
-fn encodings(v: &Value, col: &ColumnRef, physical: PhysicalType, type_length: i32) -> Option<Vec<Vec<u8>>> {
+fn encodings(
+    v: &Value,
+    col: &ColumnRef,
+    physical: PhysicalType,
+    type_length: i32,
+) -> Option<Vec<Vec<u8>>> {
     if !col.prunable {
         return None;
     }
@@ -103,21 +125,35 @@ fn encodings(v: &Value, col: &ColumnRef, physical: PhysicalType, type_length: i3
         (Value::Int(i), PhysicalType::INT32) => Some(vec![(*i as u32).to_le_bytes().to_vec()]),
         (Value::Int(i), PhysicalType::INT64) => Some(vec![(*i as u64).to_le_bytes().to_vec()]),
         (Value::Int(i), PhysicalType::FIXED_LEN_BYTE_ARRAY)
-            if matches!(col.domain, Domain::Int { kind: IntKind::Decimal { .. }, .. }) =>
+            if matches!(
+                col.domain,
+                Domain::Int {
+                    kind: IntKind::Decimal { .. },
+                    ..
+                }
+            ) =>
         {
-            let len = usize::try_from(type_length).ok().filter(|l| (1..=16).contains(l))?;
+            let len = usize::try_from(type_length)
+                .ok()
+                .filter(|l| (1..=16).contains(l))?;
             Some(vec![i.to_be_bytes()[16 - len..].to_vec()])
         }
         (Value::Float(f), PhysicalType::FLOAT) if !f.is_nan() => {
             let f = *f as f32;
             Some(if f == 0.0 {
-                vec![0.0f32.to_le_bytes().to_vec(), (-0.0f32).to_le_bytes().to_vec()]
+                vec![
+                    0.0f32.to_le_bytes().to_vec(),
+                    (-0.0f32).to_le_bytes().to_vec(),
+                ]
             } else {
                 vec![f.to_le_bytes().to_vec()]
             })
         }
         (Value::Float(f), PhysicalType::DOUBLE) if !f.is_nan() => Some(if *f == 0.0 {
-            vec![0.0f64.to_le_bytes().to_vec(), (-0.0f64).to_le_bytes().to_vec()]
+            vec![
+                0.0f64.to_le_bytes().to_vec(),
+                (-0.0f64).to_le_bytes().to_vec(),
+            ]
         } else {
             vec![f.to_le_bytes().to_vec()]
         }),
@@ -153,9 +189,17 @@ mod tests {
         // A UINT32 value above i32::MAX is stored as its INT32 bits.
         sbbf.insert(&(4_000_000_000u32 as i32));
         let c = col(DataType::UInt32);
-        let hit = Predicate::Cmp { col: c.clone(), op: CmpOp::Eq, value: Value::Int(4_000_000_000) };
+        let hit = Predicate::Cmp {
+            col: c.clone(),
+            op: CmpOp::Eq,
+            value: Value::Int(4_000_000_000),
+        };
         assert!(leaf_may_match(&hit, &sbbf, PhysicalType::INT32, 0));
-        let miss = Predicate::Cmp { col: c, op: CmpOp::Eq, value: Value::Int(17) };
+        let miss = Predicate::Cmp {
+            col: c,
+            op: CmpOp::Eq,
+            value: Value::Int(17),
+        };
         assert!(!leaf_may_match(&miss, &sbbf, PhysicalType::INT32, 0));
     }
 
@@ -163,7 +207,11 @@ mod tests {
     fn both_zeros_are_probed() {
         let mut sbbf = Sbbf::new_with_ndv_fpp(100, 0.01).unwrap();
         sbbf.insert(&-0.0f64);
-        let p = Predicate::Cmp { col: col(DataType::Float64), op: CmpOp::Eq, value: Value::Float(0.0) };
+        let p = Predicate::Cmp {
+            col: col(DataType::Float64),
+            op: CmpOp::Eq,
+            value: Value::Float(0.0),
+        };
         assert!(leaf_may_match(&p, &sbbf, PhysicalType::DOUBLE, 0));
     }
 
@@ -172,7 +220,16 @@ mod tests {
         let mut sbbf = Sbbf::new_with_ndv_fpp(100, 0.01).unwrap();
         let v: i128 = -12345;
         sbbf.insert(&v.to_be_bytes()[16 - 9..]);
-        let p = Predicate::Cmp { col: col(DataType::Decimal128(20, 2)), op: CmpOp::Eq, value: Value::Int(v) };
-        assert!(leaf_may_match(&p, &sbbf, PhysicalType::FIXED_LEN_BYTE_ARRAY, 9));
+        let p = Predicate::Cmp {
+            col: col(DataType::Decimal128(20, 2)),
+            op: CmpOp::Eq,
+            value: Value::Int(v),
+        };
+        assert!(leaf_may_match(
+            &p,
+            &sbbf,
+            PhysicalType::FIXED_LEN_BYTE_ARRAY,
+            9
+        ));
     }
 }

@@ -25,9 +25,9 @@ pub fn row_ranges(md: &ParquetMetaData, rg: usize, pred: &Predicate) -> RowRange
                 acc.intersect(&row_ranges(md, rg, p))
             }
         }),
-        Predicate::Or(parts) => parts
-            .iter()
-            .fold(RowRanges::empty(), |acc, p| acc.union(&row_ranges(md, rg, p))),
+        Predicate::Or(parts) => parts.iter().fold(RowRanges::empty(), |acc, p| {
+            acc.union(&row_ranges(md, rg, p))
+        }),
         leaf => leaf_ranges(md, rg, leaf).unwrap_or_else(|| RowRanges::full(rows)),
     }
 }
@@ -64,7 +64,9 @@ fn leaf_ranges(md: &ParquetMetaData, rg: usize, leaf: &Predicate) -> Option<RowR
     let rows = md.row_group(rg).num_rows().max(0) as u64;
     let oi = offset_index(md, rg, idx)?;
     let ci = md.column_index()?.get(rg)?.get(idx)?;
-    if matches!(ci, ColumnIndexMetaData::NONE) || ci.num_pages() as usize != oi.page_locations().len() {
+    if matches!(ci, ColumnIndexMetaData::NONE)
+        || ci.num_pages() as usize != oi.page_locations().len()
+    {
         return None;
     }
     let usable = bounds_usable(md, idx, col, false);
@@ -82,7 +84,10 @@ fn leaf_ranges(md: &ParquetMetaData, rg: usize, leaf: &Predicate) -> Option<RowR
             min,
             max,
             // Page bounds of byte arrays may be truncated; only exact types are exact.
-            exact: !matches!(ci, ColumnIndexMetaData::BYTE_ARRAY(_) | ColumnIndexMetaData::FIXED_LEN_BYTE_ARRAY(_)),
+            exact: !matches!(
+                ci,
+                ColumnIndexMetaData::BYTE_ARRAY(_) | ColumnIndexMetaData::FIXED_LEN_BYTE_ARRAY(_)
+            ),
             null_count: ci.null_count(page).map(|n| n.max(0) as u64),
             rows: end - start,
             all_null: ci.is_null_page(page),

@@ -95,13 +95,20 @@ pub struct PlanContext<'a> {
 }
 
 /// Plan one file: partition values, then row groups, then pages.
-pub fn plan_file(path: &str, partition_values: &[Option<Value>], ctx: &PlanContext) -> Result<FilePlan> {
+pub fn plan_file(
+    path: &str,
+    partition_values: &[Option<Value>],
+    ctx: &PlanContext,
+) -> Result<FilePlan> {
     let mut m = PlanMetrics {
         files: 1,
         ..Default::default()
     };
     let predicate = ctx.predicate.map(|p| p.bind_partitions(partition_values));
-    if matches!(predicate, Some(Predicate::Const(Some(false)) | Predicate::Const(None))) {
+    if matches!(
+        predicate,
+        Some(Predicate::Const(Some(false)) | Predicate::Const(None))
+    ) {
         m.files_pruned = 1;
         m.files_pruned_by_partition = 1;
         return Ok(FilePlan {
@@ -142,13 +149,15 @@ pub fn plan_file(path: &str, partition_values: &[Option<Value>], ctx: &PlanConte
             if !bloom::is_probe(leaf) {
                 return true;
             }
-            let Some(col) = leaf_col(leaf) else { return true };
-            let Some(leaf_idx) = col.leaf else { return true };
+            let Some(col) = leaf_col(leaf) else {
+                return true;
+            };
+            let Some(leaf_idx) = col.leaf else {
+                return true;
+            };
             let chunk = md.row_group(rg).column(leaf_idx);
             let filter = blooms.entry((rg, leaf_idx)).or_insert_with(|| {
-                if chunk.bloom_filter_offset().is_none() {
-                    return None;
-                }
+                chunk.bloom_filter_offset()?;
                 m.bloom_filters_read += 1;
                 match bloom::read_bloom(&file, chunk) {
                     Ok(f) => f,
@@ -195,11 +204,12 @@ pub fn plan_file(path: &str, partition_values: &[Option<Value>], ctx: &PlanConte
     needed.sort_unstable();
     needed.dedup();
 
-    let options = ArrowReaderOptions::new().with_page_index_policy(if md.offset_index().is_some() {
-        PageIndexPolicy::Optional
-    } else {
-        PageIndexPolicy::Skip
-    });
+    let options =
+        ArrowReaderOptions::new().with_page_index_policy(if md.offset_index().is_some() {
+            PageIndexPolicy::Optional
+        } else {
+            PageIndexPolicy::Skip
+        });
     let reader_metadata = ArrowReaderMetadata::try_new(md.clone(), options)
         .map_err(|e| Error::from(e).in_file(path))?;
     let planned = Arc::new(PlannedFile {

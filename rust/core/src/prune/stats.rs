@@ -56,9 +56,9 @@ pub fn leaf_may_match(leaf: &Predicate, stats: &ChunkStats) -> bool {
             col,
             values,
             negated: false,
-        } => values.iter().any(|v| {
-            (is_float(col) && v.is_nan()) || cmp_may_match(CmpOp::Eq, v, stats)
-        }),
+        } => values
+            .iter()
+            .any(|v| (is_float(col) && v.is_nan()) || cmp_may_match(CmpOp::Eq, v, stats)),
         Predicate::InList {
             col,
             values,
@@ -164,9 +164,10 @@ pub fn decode(bytes: &[u8], physical: PhysicalType, col: &ColumnRef) -> Option<V
             let v = f64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
             (!v.is_nan()).then_some(Value::Float(v))
         }
-        (Domain::Utf8 | Domain::Binary, PhysicalType::BYTE_ARRAY | PhysicalType::FIXED_LEN_BYTE_ARRAY) => {
-            Some(Value::Bytes(bytes.to_vec()))
-        }
+        (
+            Domain::Utf8 | Domain::Binary,
+            PhysicalType::BYTE_ARRAY | PhysicalType::FIXED_LEN_BYTE_ARRAY,
+        ) => Some(Value::Bytes(bytes.to_vec())),
         _ => None,
     }
 }
@@ -188,7 +189,11 @@ pub fn bounds_usable(md: &ParquetMetaData, leaf: usize, col: &ColumnRef, legacy:
     if !col.prunable {
         return false;
     }
-    let physical = md.file_metadata().schema_descr().column(leaf).physical_type();
+    let physical = md
+        .file_metadata()
+        .schema_descr()
+        .column(leaf)
+        .physical_type();
     let unsigned = matches!(
         col.data_type,
         DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
@@ -288,8 +293,14 @@ mod tests {
         assert!(!leaf_may_match(&cmp(&c, CmpOp::Gt, Value::Int(20)), &s));
         let one = stats(Value::Int(5), Value::Int(5));
         assert!(!leaf_may_match(&cmp(&c, CmpOp::NotEq, Value::Int(5)), &one));
-        let inexact = ChunkStats { exact: false, ..one };
-        assert!(leaf_may_match(&cmp(&c, CmpOp::NotEq, Value::Int(5)), &inexact));
+        let inexact = ChunkStats {
+            exact: false,
+            ..one
+        };
+        assert!(leaf_may_match(
+            &cmp(&c, CmpOp::NotEq, Value::Int(5)),
+            &inexact
+        ));
     }
 
     #[test]
@@ -298,21 +309,58 @@ mod tests {
         let s = stats(Value::Float(1.0), Value::Float(2.0));
         assert!(leaf_may_match(&cmp(&c, CmpOp::Gt, Value::Float(5.0)), &s));
         assert!(!leaf_may_match(&cmp(&c, CmpOp::Lt, Value::Float(0.5)), &s));
-        assert!(leaf_may_match(&cmp(&c, CmpOp::Eq, Value::Float(f64::NAN)), &s));
-        assert!(!leaf_may_match(&cmp(&c, CmpOp::Gt, Value::Float(f64::NAN)), &s));
+        assert!(leaf_may_match(
+            &cmp(&c, CmpOp::Eq, Value::Float(f64::NAN)),
+            &s
+        ));
+        assert!(!leaf_may_match(
+            &cmp(&c, CmpOp::Gt, Value::Float(f64::NAN)),
+            &s
+        ));
         let zero = stats(Value::Float(0.0), Value::Float(0.0));
-        assert!(leaf_may_match(&cmp(&c, CmpOp::Eq, Value::Float(-0.0)), &zero));
+        assert!(leaf_may_match(
+            &cmp(&c, CmpOp::Eq, Value::Float(-0.0)),
+            &zero
+        ));
     }
 
     #[test]
     fn nulls() {
         let c = col(DataType::Int32);
-        let all_null = ChunkStats { min: None, max: None, exact: false, null_count: Some(10), rows: 10, all_null: false };
-        assert!(!leaf_may_match(&cmp(&c, CmpOp::NotEq, Value::Int(1)), &all_null));
-        assert!(leaf_may_match(&Predicate::IsNull { col: c.clone(), negated: false }, &all_null));
-        assert!(!leaf_may_match(&Predicate::IsNull { col: c.clone(), negated: true }, &all_null));
+        let all_null = ChunkStats {
+            min: None,
+            max: None,
+            exact: false,
+            null_count: Some(10),
+            rows: 10,
+            all_null: false,
+        };
+        assert!(!leaf_may_match(
+            &cmp(&c, CmpOp::NotEq, Value::Int(1)),
+            &all_null
+        ));
+        assert!(leaf_may_match(
+            &Predicate::IsNull {
+                col: c.clone(),
+                negated: false
+            },
+            &all_null
+        ));
+        assert!(!leaf_may_match(
+            &Predicate::IsNull {
+                col: c.clone(),
+                negated: true
+            },
+            &all_null
+        ));
         let none = stats(Value::Int(1), Value::Int(2));
-        assert!(!leaf_may_match(&Predicate::IsNull { col: c, negated: false }, &none));
+        assert!(!leaf_may_match(
+            &Predicate::IsNull {
+                col: c,
+                negated: false
+            },
+            &none
+        ));
     }
 
     #[test]

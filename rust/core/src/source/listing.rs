@@ -47,7 +47,10 @@ pub fn list_source(paths: &[String]) -> Result<Listing> {
             }
             for (file, rel_dirs) in files {
                 let parts = if single_dir {
-                    rel_dirs.iter().filter_map(|d| parse_hive_segment(d)).collect()
+                    rel_dirs
+                        .iter()
+                        .filter_map(|d| parse_hive_segment(d))
+                        .collect()
                 } else {
                     Vec::new()
                 };
@@ -139,7 +142,10 @@ mod tests {
     fn skips_hidden_and_reads_partitions() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        for (d, f) in [("year=2024/m=1", "a.parquet"), ("year=2025/m=2", "b.parquet")] {
+        for (d, f) in [
+            ("year=2024/m=1", "a.parquet"),
+            ("year=2025/m=2", "b.parquet"),
+        ] {
             std::fs::create_dir_all(root.join(d)).unwrap();
             std::fs::write(root.join(d).join(f), b"x").unwrap();
         }
@@ -150,7 +156,10 @@ mod tests {
         let l = list_source(&[root.to_string_lossy().into_owned()]).unwrap();
         assert_eq!(l.files.len(), 2);
         assert_eq!(l.partition_fields.len(), 2);
-        assert_eq!(l.files[1].partition_values, vec![Some(Value::Int(2025)), Some(Value::Int(2))]);
+        assert_eq!(
+            l.files[1].partition_values,
+            vec![Some(Value::Int(2025)), Some(Value::Int(2))]
+        );
     }
 
     #[test]

@@ -51,7 +51,10 @@ pub fn infer_partitions(
                 (
                     DataType::Int64,
                     raw.iter()
-                        .map(|v| v.and_then(|s| s.parse::<i64>().ok()).map(|n| Value::Int(n.into())))
+                        .map(|v| {
+                            v.and_then(|s| s.parse::<i64>().ok())
+                                .map(|n| Value::Int(n.into()))
+                        })
                         .collect(),
                 )
             } else if present().all(|v| v.len() == 10 && parse_date_or_timestamp_date(v).is_ok()) {
@@ -87,11 +90,26 @@ mod tests {
 
     #[test]
     fn decodes_and_types() {
-        assert_eq!(parse_hive_segment("k=a%2Fb"), Some(("k".into(), "a/b".into())));
+        assert_eq!(
+            parse_hive_segment("k=a%2Fb"),
+            Some(("k".into(), "a/b".into()))
+        );
         assert_eq!(parse_hive_segment("plain"), None);
         let files = vec![
-            ("a".to_string(), vec![("d".to_string(), "2024-01-02".to_string()), ("s".into(), "x".into())]),
-            ("b".to_string(), vec![("d".to_string(), NULL_PARTITION.to_string()), ("s".into(), "1".into())]),
+            (
+                "a".to_string(),
+                vec![
+                    ("d".to_string(), "2024-01-02".to_string()),
+                    ("s".into(), "x".into()),
+                ],
+            ),
+            (
+                "b".to_string(),
+                vec![
+                    ("d".to_string(), NULL_PARTITION.to_string()),
+                    ("s".into(), "1".into()),
+                ],
+            ),
         ];
         let (fields, values) = infer_partitions(&files).unwrap();
         assert_eq!(fields[0].data_type(), &DataType::Date32);
