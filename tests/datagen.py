@@ -8,9 +8,13 @@ built to hit the places where pruning goes wrong:
 * every domain includes the awkward values of its type (NaN, -0.0, +-inf, type min/max,
   empty and non-ASCII strings, strings longer than the 64 bytes writers truncate statistics
   to, pre-epoch dates and timestamps with sub-second parts);
-* some columns are sorted (one descending, one sorted float with NaN sprinkled in), so page
-  and row-group statistics are narrow and actually prune;
+* some columns are sorted (one descending, one sorted float with NaN sprinkled in) and
+  others come in runs of one value, so page and row-group statistics are narrow and prune,
+  and some pages hold only NaN, only -0.0 or only nulls;
 * 10-30% of each column is null.
+
+A second, hand-made table (:func:`make_edge_table`) has row groups of four rows, each
+isolating one boundary (see ``EDGE_GROUPS``).
 
 Each writer returns a :class:`Written`: what to hand ``pqindex.scan``, the data files DuckDB
 reads as the referee, and the table as it went to the writer (after the type conversions the
@@ -19,13 +23,12 @@ writer needed), from which the predicate generator draws its literals.
 
 from __future__ import annotations
 
-import datetime as dt
 import glob
 import math
 import os
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Context, Decimal
 from typing import Any
 
@@ -66,7 +69,6 @@ PROJECTION_ONLY = frozenset({"li", "m"})
 # Columns each writer puts a bloom filter on (names that exist in every writer's table).
 BLOOM_COLUMNS = ("i64", "str", "dec30_5", "f64", "date", "u16")
 
-EPOCH = dt.datetime(1970, 1, 1)
 NS_PER_UNIT = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 
 # Instants stay inside 1900..2200: every unit (ns included) can hold them, and so can Spark.
@@ -672,7 +674,6 @@ class Written:
     files: list[str]  # the data files, for DuckDB's read_parquet
     table: pa.Table  # the rows as they went to the writer
     hive: bool = False
-    notes: dict[str, Any] = field(default_factory=dict)
 
     def duckdb_relation(self) -> str:
         """The ``read_parquet(...)`` call that reads exactly this fixture's rows."""
@@ -843,7 +844,13 @@ def spark_compatible(table: pa.Table) -> pa.Table:
     return pa.table(columns, names=table.column_names)
 
 
-def write_spark(table: pa.Table, out_dir: str, spark: Any, int96: bool = False) -> Written:
+def write_spark(
+    table: pa.Table,
+    out_dir: str,
+    spark: Any,
+    int96: bool = False,
+    bloom_columns: Sequence[str] = BLOOM_COLUMNS,
+) -> Written:
     """A Spark-written directory: two part files, small pages, bloom filters on a few columns.
 
     ``int96`` writes time-zone-aware timestamps as INT96, as Spark did for years (and as
@@ -867,7 +874,7 @@ def write_spark(table: pa.Table, out_dir: str, spark: Any, int96: bool = False) 
         "parquet.block.size.row.check.max": "200",
         "parquet.page.size.row.check.min": "16",
     }
-    for column in BLOOM_COLUMNS:
+    for column in bloom_columns:
         if column in table.column_names:
             options[f"parquet.bloom.filter.enabled#{column}"] = "true"
             options[f"parquet.bloom.filter.expected.ndv#{column}"] = "200"
@@ -920,8 +927,3 @@ def write_fixture(
     if writer in SPARK_WRITERS:
         return write_spark(table, out_dir, spark, int96=writer == "spark-int96")
     raise ValueError(f"unknown writer {writer!r}")
-
-
-def epoch_to_datetime(value: int, unit: str) -> dt.datetime:
-    """A naive datetime for an integer timestamp (microsecond precision, floor for ns)."""
-    return EPOCH + dt.timedelta(microseconds=(value * NS_PER_UNIT[unit]) // 1000)

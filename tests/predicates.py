@@ -347,6 +347,8 @@ class Literals:
             v += step / 2  # one more digit of scale than the column has
         elif strategy == "edge":
             v = self.rng.choice([top, -top, top + step, -top - step, Decimal(0)])
+        if self.rng.random() < 0.03:
+            return Literal(v, float_sql(float(v), double_form=True))  # DuckDB compares in DOUBLE
         if v == v.to_integral_value() and self.rng.random() < 0.5:
             return Literal(v, str(int(v)))
         return Literal(v, decimal_sql(v))

@@ -393,6 +393,7 @@ def run_cases(cases: Sequence[Case], con: Any) -> list[str]:
 
 
 def assert_all_agree(cases: Sequence[Case], failures: list[str], label: str) -> None:
+    """Fails with the reports of the first failing cases and one line for each further one."""
     if failures:
         shown = "\n\n".join(failures[:MAX_REPORTED_FAILURES])
         rest = failures[MAX_REPORTED_FAILURES : MAX_REPORTED_FAILURES + 20]
@@ -570,7 +571,11 @@ EDGE_PREDICATES = [
 
 
 @pytest.mark.parametrize("writer", ["pyarrow", "pyarrow-nodict", "arrow-rs"])
-@pytest.mark.xfail(reason="known mismatch on edge values, under investigation", strict=False)
+@pytest.mark.xfail(
+    reason="known: a DOUBLE literal (1e39, 5e-324, CAST(.. AS DOUBLE), a DOUBLE in an IN list) "
+    "against a FLOAT, DECIMAL or BIGINT column compares in the column's type, DuckDB in DOUBLE",
+    strict=False,
+)
 def test_edge_table_matches_duckdb(writer: str, data_dir: Path, duckdb_con: Any) -> None:
     """Hand-picked boundaries (EDGE_PREDICATES) and random predicates over the edge table,
     whose row groups of 4 rows each isolate one awkward case for statistics and blooms."""
@@ -615,17 +620,22 @@ def write_pruning_fixture(writer: str, table: pa.Table, directory: Path) -> str:
 
 
 def scan_and_compare(
-    path: str, where: str, con: Any, columns: list[str] | None = None
+    target: str | Written, where: str, con: Any, columns: list[str] | None = None
 ) -> dict[str, int]:
-    """Scans, checks the rows against DuckDB and rows_matched against the rows; returns metrics."""
-    scan = pqindex.scan(path, where=where, columns=columns)
+    """Scans a file (or a written fixture), checks the rows against DuckDB and rows_matched
+    against the rows returned; returns the scan's metrics."""
+    source = target.source if isinstance(target, Written) else target
+    relation = (
+        target.duckdb_relation() if isinstance(target, Written) else f"read_parquet('{target}')"
+    )
+    scan = pqindex.scan(source, where=where, columns=columns)
     got = scan.to_arrow()
     metrics = scan.metrics()
     projection = "*" if columns is None else ", ".join(f'"{c}"' for c in columns)
-    expected = duckdb_table(con, f"SELECT {projection} FROM read_parquet('{path}') WHERE {where}")
+    expected = duckdb_table(con, f"SELECT {projection} FROM {relation} WHERE {where}")
     names = expected.column_names
     assert canonical_rows(got, names) == canonical_rows(expected, names), (
-        f"rows differ for {where!r} on {path}"
+        f"rows differ for {where!r} on {source}"
     )
     assert metrics["rows_matched"] == got.num_rows, f"rows_matched for {where!r}: {metrics}"
     return metrics
@@ -698,9 +708,14 @@ def test_bloom_filter_prunes_absent_values(writer: str, data_dir: Path, duckdb_c
     assert metrics["rows_matched"] == 1, metrics
 
 
+SECONDS_WRITTEN_BARE = pytest.mark.xfail(
+    reason="known: pqindex.write stores timestamp[s] as INT64 without a TIMESTAMP logical type",
+    strict=False,
+)
+
+
 @pytest.mark.parametrize("tz", [None, "UTC"])
-@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
-@pytest.mark.xfail(reason="second-unit timestamps are written as ms by arrow-rs", strict=False)
+@pytest.mark.parametrize("unit", [pytest.param("s", marks=SECONDS_WRITTEN_BARE), "ms", "us", "ns"])
 def test_write_keeps_timestamp_types(unit: str, tz: str | None, data_dir: Path) -> None:
     """A timestamp column written by ``pqindex.write`` reads back as a timestamp in other
     readers (pyarrow here; DuckDB and Spark read the same logical type), not as a bare
@@ -714,6 +729,24 @@ def test_write_keeps_timestamp_types(unit: str, tz: str | None, data_dir: Path) 
     read_back = pq.read_table(path).column("t")
     assert pa.types.is_timestamp(read_back.type), read_back.type
     assert canonical_column(read_back) == canonical_column(table.column("t"))
+
+
+@pytest.mark.spark
+def test_spark_files_prune_with_statistics_and_blooms(
+    data_dir: Path, duckdb_con: Any, spark: Any
+) -> None:
+    """parquet-mr's statistics, column index and bloom filters (Spark's writer) prune too."""
+    require_pqindex()
+    table = datagen.make_pruning_table()
+    written = datagen.write_spark(
+        table, str(data_dir / "spark"), spark, bloom_columns=["h", "payload"]
+    )
+    metrics = scan_and_compare(written, '"id" BETWEEN 4050 AND 4120', duckdb_con)
+    assert metrics["row_groups_pruned_by_stats"] > 0, metrics
+    assert metrics["pages_pruned"] > 0, metrics
+    for where in ['"h" = 20001', "\"payload\" = 'row-1234x'"]:
+        metrics = scan_and_compare(written, where, duckdb_con)
+        assert metrics["row_groups_pruned_by_bloom"] > 0, (where, metrics)
 
 
 def test_rows_matched_counts_rows_returned(data_dir: Path, duckdb_con: Any) -> None:

@@ -254,7 +254,8 @@ struct Subject {
 fn subject(name: &'static str, path: String) -> Subject {
     let file = open(&path);
     let footer = read_footer(&file).unwrap();
-    let (index_bytes, pages) = page_index_extent(&load_page_index(&file, &footer).unwrap());
+    let with_index = load_page_index(&file, &footer).unwrap();
+    let (index_bytes, pages) = page_index_extent(&with_index);
     let footer_bytes = footer_bytes(&file);
     eprintln!(
         "{name}: {} bytes, footer {footer_bytes} bytes, {} row groups x {} columns, page index {index_bytes} bytes for {pages} pages",
@@ -262,6 +263,12 @@ fn subject(name: &'static str, path: String) -> Subject {
         footer.num_row_groups(),
         footer.file_metadata().schema_descr().num_columns(),
     );
+    if let Some(first) = with_index.offset_index().and_then(|oi| oi.first()) {
+        if first.len() <= 16 {
+            let per_column: Vec<usize> = first.iter().map(|c| c.page_locations().len()).collect();
+            eprintln!("  pages per column in row group 0: {per_column:?}");
+        }
+    }
     Subject {
         name,
         path,
