@@ -14,23 +14,13 @@ use parquet::bloom_filter::Sbbf;
 use pqindex_core::predicate::{bind, sql, BindSchema, Predicate};
 use pqindex_core::prune::bloom::leaf_may_match;
 
+mod common;
+use common::Rng;
+
 /// Distinct values in the filter: one row group's worth.
 const NDV: u64 = 100_000;
 const FPP: f64 = 0.01;
 const LIST_SIZES: [usize; 3] = [10, 100, 1000];
-
-/// splitmix64: deterministic data without a `rand` dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
 
 fn schema() -> Schema {
     Schema::new(vec![

@@ -17,6 +17,9 @@ use pqindex_core::io::{IoStats, LocalFile};
 use pqindex_core::metadata::{load_page_index, read_footer, MetadataCache};
 use pqindex_core::write::{write, WriteOptions};
 
+mod common;
+use common::Rng;
+
 const WIDE_COLUMNS: usize = 1_000;
 const WIDE_ROW_GROUPS: usize = 20;
 const WIDE_ROWS_PER_GROUP: usize = 100;
@@ -25,23 +28,6 @@ const LINEITEM_ROW_GROUP: usize = 240_000;
 const LINEITEM_ROW_GROUPS: usize = 4;
 const LINEITEM_PAGE_ROWS: usize = 20_000;
 const LINEITEM_BATCH: usize = 60_000;
-
-/// splitmix64: deterministic data without a `rand` dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn write_batches(schema: SchemaRef, batches: Vec<RecordBatch>, path: &str, opts: &WriteOptions) {
     let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), schema);

@@ -17,26 +17,12 @@ use pqindex_core::prune::page::row_ranges;
 use pqindex_core::prune::row_ranges::RowRanges;
 use pqindex_core::write::{write, WriteOptions};
 
+mod common;
+use common::Rng;
+
 const ROWS: usize = 1_000_000;
 const PAGE_ROWS: usize = 1_000;
 const BATCH: usize = 100_000;
-
-/// splitmix64: deterministic data without a `rand` dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// One row group of 1,000,000 rows in 1,000-row pages: `id` ascending, `b` descending
 /// with noise (so its pages overlap their neighbours).

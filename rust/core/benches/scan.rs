@@ -21,29 +21,15 @@ use pqindex_core::metadata::MetadataCache;
 use pqindex_core::write::{properties, write, WriteOptions};
 use pqindex_core::{Scan, ScanOptions};
 
+mod common;
+use common::Rng;
+
 const ROWS: usize = 2_000_000;
 const ROW_GROUP: usize = 1_000_000;
 const PAGE_ROWS: usize = 20_000;
 const BATCH: usize = 100_000;
 const THREADS: usize = 2;
 const CACHE_BYTES: usize = 256 * 1024 * 1024;
-
-/// splitmix64: deterministic data without a `rand` dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![

@@ -174,20 +174,11 @@ pub fn column(batch: &RecordBatch, col: &ColumnRef) -> Result<ArrayRef, ArrowErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::predicate::value::Domain;
     use arrow_array::{Float64Array, Int32Array};
     use arrow_schema::{Field, Schema};
 
     fn col(name: &str, dt: DataType) -> Arc<ColumnRef> {
-        Arc::new(ColumnRef {
-            name: name.into(),
-            path: vec![name.into()],
-            leaf: Some(0),
-            partition: None,
-            domain: Domain::of(&dt).unwrap(),
-            data_type: dt,
-            prunable: true,
-        })
+        ColumnRef::for_test(name, dt)
     }
 
     fn batch(a: ArrayRef, name: &str) -> RecordBatch {

@@ -91,6 +91,22 @@ pub struct ColumnRef {
 
 pub type Column = Arc<ColumnRef>;
 
+#[cfg(test)]
+impl ColumnRef {
+    /// A top-level, prunable leaf column of type `data_type`, for unit tests.
+    pub fn for_test(name: &str, data_type: DataType) -> Column {
+        Arc::new(ColumnRef {
+            name: name.into(),
+            path: vec![name.into()],
+            leaf: Some(0),
+            partition: None,
+            domain: Domain::of(&data_type).expect("a supported type"),
+            data_type,
+            prunable: true,
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Predicate {
     /// TRUE, FALSE or NULL.
@@ -240,7 +256,8 @@ impl Predicate {
         }
     }
 
-    fn column(&self) -> Option<&Column> {
+    /// The column of a leaf (`None` for constants, AND and OR).
+    pub fn column(&self) -> Option<&Column> {
         match self {
             Predicate::Cmp { col, .. }
             | Predicate::InList { col, .. }
@@ -325,15 +342,7 @@ mod tests {
     use super::*;
 
     fn col() -> Column {
-        Arc::new(ColumnRef {
-            name: "x".into(),
-            path: vec!["x".into()],
-            leaf: Some(0),
-            partition: None,
-            data_type: DataType::Int32,
-            domain: Domain::of(&DataType::Int32).unwrap(),
-            prunable: true,
-        })
+        ColumnRef::for_test("x", DataType::Int32)
     }
 
     fn cmp(op: CmpOp, v: i128) -> Predicate {

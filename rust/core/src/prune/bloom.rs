@@ -90,9 +90,8 @@ pub fn leaf_may_match(
         } => values,
         _ => return true,
     };
-    let col = match leaf {
-        Predicate::Cmp { col, .. } | Predicate::InList { col, .. } => col,
-        _ => return true,
+    let Some(col) = leaf.column() else {
+        return true;
     };
     values
         .iter()
@@ -172,15 +171,7 @@ mod tests {
     use std::sync::Arc;
 
     fn col(dt: DataType) -> Arc<ColumnRef> {
-        Arc::new(ColumnRef {
-            name: "x".into(),
-            path: vec!["x".into()],
-            leaf: Some(0),
-            partition: None,
-            domain: Domain::of(&dt).unwrap(),
-            data_type: dt,
-            prunable: true,
-        })
+        ColumnRef::for_test("x", dt)
     }
 
     #[test]

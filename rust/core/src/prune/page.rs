@@ -32,16 +32,6 @@ pub fn row_ranges(md: &ParquetMetaData, rg: usize, pred: &Predicate) -> RowRange
     }
 }
 
-fn leaf_column(leaf: &Predicate) -> Option<&ColumnRef> {
-    match leaf {
-        Predicate::Cmp { col, .. }
-        | Predicate::InList { col, .. }
-        | Predicate::IsNull { col, .. }
-        | Predicate::NullOr { col, .. } => Some(col),
-        _ => None,
-    }
-}
-
 /// The offset index of one column chunk, if loaded.
 pub fn offset_index(md: &ParquetMetaData, rg: usize, leaf: usize) -> Option<&OffsetIndexMetaData> {
     md.offset_index()?.get(rg)?.get(leaf)
@@ -59,7 +49,7 @@ pub fn page_boundaries(oi: &OffsetIndexMetaData, rows: u64) -> Vec<u64> {
 }
 
 fn leaf_ranges(md: &ParquetMetaData, rg: usize, leaf: &Predicate) -> Option<RowRanges> {
-    let col = leaf_column(leaf)?;
+    let col = leaf.column()?;
     let idx = col.leaf?;
     let rows = md.row_group(rg).num_rows().max(0) as u64;
     let oi = offset_index(md, rg, idx)?;

@@ -149,7 +149,7 @@ pub fn plan_file(
             if !bloom::is_probe(leaf) {
                 return true;
             }
-            let Some(col) = leaf_col(leaf) else {
+            let Some(col) = leaf.column() else {
                 return true;
             };
             let Some(leaf_idx) = col.leaf else {
@@ -272,18 +272,11 @@ pub fn plan_file(
     })
 }
 
-fn leaf_col(leaf: &Predicate) -> Option<&crate::predicate::expr::ColumnRef> {
-    match leaf {
-        Predicate::Cmp { col, .. }
-        | Predicate::InList { col, .. }
-        | Predicate::IsNull { col, .. }
-        | Predicate::NullOr { col, .. } => Some(col),
-        _ => None,
-    }
-}
-
 fn leaf_stats_may_match(md: &ParquetMetaData, rg: usize, leaf: &Predicate) -> bool {
-    match leaf_col(leaf).and_then(|c| stats::row_group_stats(md, rg, c)) {
+    match leaf
+        .column()
+        .and_then(|c| stats::row_group_stats(md, rg, c))
+    {
         Some(s) => stats::leaf_may_match(leaf, &s),
         None => true,
     }

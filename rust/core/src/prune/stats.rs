@@ -249,18 +249,9 @@ pub fn row_group_stats(md: &ParquetMetaData, rg: usize, col: &ColumnRef) -> Opti
 mod tests {
     use super::*;
     use crate::predicate::expr::Column;
-    use std::sync::Arc;
 
     fn col(dt: DataType) -> Column {
-        Arc::new(ColumnRef {
-            name: "x".into(),
-            path: vec!["x".into()],
-            leaf: Some(0),
-            partition: None,
-            domain: Domain::of(&dt).unwrap(),
-            data_type: dt,
-            prunable: true,
-        })
+        ColumnRef::for_test("x", dt)
     }
 
     fn stats(min: Value, max: Value) -> ChunkStats {
