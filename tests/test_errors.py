@@ -304,3 +304,19 @@ def test_scan_consumed_via_stream(valid: Path) -> None:
     assert pa.table(scan).num_rows == N
     with pytest.raises(pqindex.ScanConsumedError):
         scan.to_arrow()
+
+
+def test_files_with_different_schemas(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"k": [1, 2]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"k": ["x", "y"]}), tmp_path / "b.parquet")
+    with pytest.raises(pqindex.SourceError, match=r"b\.parquet.*schema differs") as info:
+        pqindex.scan(tmp_path, where="k IS NOT NULL")
+    assert isinstance(info.value, ValueError)
+
+
+def test_inconsistent_partition_directories(tmp_path: Path) -> None:
+    for sub in ("year=2024", "year=2025/month=1"):
+        (tmp_path / sub).mkdir(parents=True)
+        pq.write_table(pa.table({"k": [1]}), tmp_path / sub / "part.parquet")
+    with pytest.raises(pqindex.SourceError, match="inconsistent partition directories"):
+        pqindex.scan(tmp_path)
