@@ -18,4 +18,4 @@ echo "== ruff / mypy"
 .venv/bin/mypy
 
 echo "== pytest"
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q --spark "$@"
