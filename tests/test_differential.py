@@ -571,11 +571,6 @@ EDGE_PREDICATES = [
 
 
 @pytest.mark.parametrize("writer", ["pyarrow", "pyarrow-nodict", "arrow-rs"])
-@pytest.mark.xfail(
-    reason="known: a DOUBLE literal (1e39, 5e-324, CAST(.. AS DOUBLE), a DOUBLE in an IN list) "
-    "against a FLOAT, DECIMAL or BIGINT column compares in the column's type, DuckDB in DOUBLE",
-    strict=False,
-)
 def test_edge_table_matches_duckdb(writer: str, data_dir: Path, duckdb_con: Any) -> None:
     """Hand-picked boundaries (EDGE_PREDICATES) and random predicates over the edge table,
     whose row groups of 4 rows each isolate one awkward case for statistics and blooms."""
@@ -708,14 +703,8 @@ def test_bloom_filter_prunes_absent_values(writer: str, data_dir: Path, duckdb_c
     assert metrics["rows_matched"] == 1, metrics
 
 
-SECONDS_WRITTEN_BARE = pytest.mark.xfail(
-    reason="known: pqindex.write stores timestamp[s] as INT64 without a TIMESTAMP logical type",
-    strict=False,
-)
-
-
 @pytest.mark.parametrize("tz", [None, "UTC"])
-@pytest.mark.parametrize("unit", [pytest.param("s", marks=SECONDS_WRITTEN_BARE), "ms", "us", "ns"])
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
 def test_write_keeps_timestamp_types(unit: str, tz: str | None, data_dir: Path) -> None:
     """A timestamp column written by ``pqindex.write`` reads back as a timestamp in other
     readers (pyarrow here; DuckDB and Spark read the same logical type), not as a bare

@@ -80,7 +80,6 @@ def test_requested_schema_cast(simple: Path) -> None:
     assert got["s"].to_pylist() == ["s0", "s1", "s2"]
 
 
-@pytest.mark.xfail(reason="requested_schema is matched by position, not by name", strict=False)
 def test_requested_schema_reordered(simple: Path) -> None:
     req = pa.schema([("s", pa.string()), ("f", pa.float64()), ("k", pa.int64())])
     got = pa.RecordBatchReader.from_stream(pqindex.scan(simple, '"k" < 3'), schema=req).read_all()

@@ -54,30 +54,31 @@ pub fn stream_capsule<'py>(
     requested_schema: Option<Bound<'py, PyCapsule>>,
 ) -> PyResult<Bound<'py, PyCapsule>> {
     let mut schema = reader.schema();
-    let mut target: Option<SchemaRef> = None;
+    let mut target: Option<(SchemaRef, Vec<usize>)> = None;
     if let Some(capsule) = &requested_schema {
         let requested = PySchema::from_arrow_pycapsule(capsule)?.into_inner();
         // Honour the request only where every column can be cast; a cast that would lose
         // values fails the stream rather than turning them into NULLs.
-        let castable = requested.fields().len() == schema.fields().len()
-            && requested
+        if let Some(order) = column_order(&requested, &schema) {
+            let fields: Vec<Field> = requested
                 .fields()
                 .iter()
-                .zip(schema.fields())
-                .all(|(r, s)| {
-                    r.data_type() == s.data_type() || can_cast_types(s.data_type(), r.data_type())
-                });
-        if castable {
-            schema = Arc::new(Schema::new_with_metadata(
-                requested
-                    .fields()
-                    .iter()
-                    .zip(schema.fields())
-                    .map(|(r, s)| s.as_ref().clone().with_data_type(r.data_type().clone()))
-                    .collect::<Vec<_>>(),
-                schema.metadata().clone(),
-            ));
-            target = Some(schema.clone());
+                .zip(&order)
+                .map(|(r, &i)| {
+                    schema
+                        .field(i)
+                        .clone()
+                        .with_data_type(r.data_type().clone())
+                })
+                .collect();
+            let castable = fields.iter().zip(&order).all(|(r, &i)| {
+                let s = schema.field(i).data_type();
+                r.data_type() == s || can_cast_types(s, r.data_type())
+            });
+            if castable {
+                schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+                target = Some((schema.clone(), order));
+            }
         }
     }
     let options = CastOptions {
@@ -87,12 +88,11 @@ pub fn stream_capsule<'py>(
     let arrays = reader.map(move |b| {
         let b = b?;
         let b = match &target {
-            Some(t) => {
-                let columns = b
-                    .columns()
+            Some((t, order)) => {
+                let columns = order
                     .iter()
                     .zip(t.fields())
-                    .map(|(c, f)| cast_with_options(c, f.data_type(), &options))
+                    .map(|(&i, f)| cast_with_options(b.column(i), f.data_type(), &options))
                     .collect::<Result<Vec<_>, _>>()?;
                 RecordBatch::try_new(t.clone(), columns)?
             }
@@ -104,6 +104,32 @@ pub fn stream_capsule<'py>(
         .with_metadata(schema.metadata().clone());
     let iter = ArrayIterator::new(arrays, Arc::new(field));
     Ok(to_stream_pycapsule(py, Box::new(iter), None)?)
+}
+
+/// Which produced column feeds each requested one: by name when the request names the
+/// same columns (in any order), else by position when it has as many.
+fn column_order(requested: &Schema, produced: &Schema) -> Option<Vec<usize>> {
+    if requested.fields().len() != produced.fields().len() {
+        return None;
+    }
+    let by_name: Option<Vec<usize>> = requested
+        .fields()
+        .iter()
+        .map(|r| produced.index_of(r.name()).ok())
+        .collect();
+    match by_name {
+        Some(order)
+            if {
+                let mut seen = order.clone();
+                seen.sort_unstable();
+                seen.dedup();
+                seen.len() == order.len()
+            } =>
+        {
+            Some(order)
+        }
+        _ => Some((0..produced.fields().len()).collect()),
+    }
 }
 
 #[pymethods]

@@ -61,35 +61,46 @@ impl Binder<'_, '_> {
                     }
                 };
                 let mut values = Vec::new();
+                let mut spans = Vec::new();
                 let mut has_null = false;
-                for item in list {
-                    match self.operand(item)? {
-                        Operand::Lit(Literal::Null) => has_null = true,
-                        Operand::Lit(lit) => match coerce(&lit, col.domain, &col.name)? {
+                let items = list
+                    .iter()
+                    .map(|item| match self.operand(item)? {
+                        Operand::Lit(lit) => Ok(lit),
+                        Operand::Column(_) => {
+                            Err(Error::unsupported("IN lists may only hold constants"))
+                        }
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                for lit in unify_list(items, col.domain) {
+                    match lit {
+                        Literal::Null => has_null = true,
+                        lit => match coerce(&lit, col.domain, &col.name)? {
                             Coerced::Exact(v) => {
                                 if !values.iter().any(|x: &Value| x.sql_cmp(&v).is_eq()) {
                                     values.push(v)
                                 }
                             }
+                            Coerced::Span { lo, hi } => spans.push(span(&col, lo, hi)),
                             // A value the column cannot hold never equals it.
                             Coerced::Between { .. } => {}
                         },
-                        Operand::Column(_) => {
-                            return Err(Error::unsupported("IN lists may only hold constants"))
-                        }
                     }
                 }
-                let base = if values.is_empty() {
+                if !values.is_empty() {
+                    spans.push(Predicate::InList {
+                        col: col.clone(),
+                        values,
+                        negated: false,
+                    });
+                }
+                let base = if spans.is_empty() {
                     Predicate::NullOr {
                         col: col.clone(),
                         value: false,
                     }
                 } else {
-                    Predicate::InList {
-                        col: col.clone(),
-                        values,
-                        negated: false,
-                    }
+                    Predicate::or(spans)
                 };
                 let with_null = if has_null {
                     Predicate::or(vec![base, Predicate::Const(None)])
@@ -158,6 +169,21 @@ impl Binder<'_, '_> {
         }
         Ok(match coerce(&lit, col.domain, &col.name)? {
             Coerced::Exact(value) => Predicate::Cmp { col, op, value },
+            Coerced::Span { lo, hi } => {
+                let cmp = |op, value| Predicate::Cmp {
+                    col: col.clone(),
+                    op,
+                    value,
+                };
+                match op {
+                    CmpOp::Eq => span(&col, lo, hi),
+                    CmpOp::NotEq => Predicate::or(vec![cmp(CmpOp::Lt, lo), cmp(CmpOp::Gt, hi)]),
+                    CmpOp::Lt => cmp(CmpOp::Lt, lo),
+                    CmpOp::LtEq => cmp(CmpOp::LtEq, hi),
+                    CmpOp::Gt => cmp(CmpOp::Gt, hi),
+                    CmpOp::GtEq => cmp(CmpOp::GtEq, lo),
+                }
+            }
             Coerced::Between { lo, hi } => {
                 let bound = match op {
                     CmpOp::Eq => None,
@@ -411,6 +437,55 @@ fn widening_cast(from: &DataType, to: SqlType) -> bool {
     }
 }
 
+/// `lo <= col <= hi`.
+fn span(col: &Column, lo: Value, hi: Value) -> Predicate {
+    Predicate::and(vec![
+        Predicate::Cmp {
+            col: col.clone(),
+            op: CmpOp::GtEq,
+            value: lo,
+        },
+        Predicate::Cmp {
+            col: col.clone(),
+            op: CmpOp::LtEq,
+            value: hi,
+        },
+    ])
+}
+
+/// DuckDB gives an IN list one type, the widest of the column's and the items': one DOUBLE
+/// item makes every number in the list a DOUBLE (and the column too), a FLOAT item makes
+/// them FLOATs against an integer or decimal column.
+fn unify_list(items: Vec<Literal>, domain: Domain) -> Vec<Literal> {
+    let numeric = matches!(
+        domain,
+        Domain::Float32
+            | Domain::Int {
+                kind: IntKind::Integer | IntKind::Decimal { .. },
+                ..
+            }
+    );
+    let any_double = items.iter().any(|l| matches!(l, Literal::Float(_)));
+    let any_float = items.iter().any(|l| matches!(l, Literal::Real(_)));
+    if !numeric || !(any_double || any_float && domain != Domain::Float32) {
+        return items;
+    }
+    let ty = if any_double {
+        SqlType::Float64
+    } else {
+        SqlType::Float32
+    };
+    items
+        .into_iter()
+        .map(|l| match l {
+            Literal::Number(_) | Literal::Str(_) | Literal::Real(_) | Literal::Float(_) => {
+                crate::predicate::sql::cast_literal(l.clone(), ty).unwrap_or(l)
+            }
+            other => other,
+        })
+        .collect()
+}
+
 fn constant_comparison(a: &Literal, op: CmpOp, b: &Literal) -> Result<Predicate> {
     use crate::predicate::coerce::parse_number;
     let ord = match (a, b) {
@@ -423,6 +498,21 @@ fn constant_comparison(a: &Literal, op: CmpOp, b: &Literal) -> Result<Predicate>
             _ => return Err(Error::unsupported("comparison of very large constants")),
         },
         (Literal::Str(x), Literal::Str(y)) => x.cmp(y),
+        (
+            Literal::Number(_) | Literal::Float(_) | Literal::Real(_),
+            Literal::Number(_) | Literal::Float(_) | Literal::Real(_),
+        ) => {
+            let as_f64 = |l: &Literal| match l {
+                Literal::Number(n) => n.parse::<f64>().ok(),
+                Literal::Float(f) => Some(*f),
+                Literal::Real(f) => Some(f64::from(*f)),
+                _ => None,
+            };
+            match (as_f64(a), as_f64(b)) {
+                (Some(x), Some(y)) => crate::predicate::value::float_cmp(x, y),
+                _ => return Err(Error::unsupported("comparison of very large constants")),
+            }
+        }
         (Literal::Bool(x), Literal::Bool(y)) => x.cmp(y),
         (Literal::Date(x), Literal::Date(y)) => x.cmp(y),
         (Literal::Timestamp { ns: x, .. }, Literal::Timestamp { ns: y, .. }) => x.cmp(y),

@@ -4,9 +4,15 @@
 //! neighbouring values of it (`Between`), which is how `int_col < 2.5` becomes
 //! `int_col <= 2` and `int8_col = 1000` becomes "never, unless NULL". No cast ever rounds
 //! a comparison into a different answer.
+//!
+//! The comparison happens in the type DuckDB would pick: an INTEGER or DECIMAL literal is
+//! brought into the column's type, but a DOUBLE literal (`1e3`, `CAST(.. AS DOUBLE)`) lifts
+//! an integer, decimal or FLOAT column to DOUBLE, and a FLOAT literal lifts integers and
+//! decimals to FLOAT. Such casts are monotonic but not injective, so one literal can equal a
+//! whole run of column values (`Span`).
 
 use crate::error::{Error, Result};
-use crate::predicate::sql::{describe, Literal};
+use crate::predicate::sql::{describe, parse_float_text, Literal};
 use crate::predicate::time::{self, NS_PER_DAY};
 use crate::predicate::value::{Domain, IntKind, Value};
 
@@ -18,6 +24,12 @@ pub enum Coerced {
     Between {
         lo: Option<Value>,
         hi: Option<Value>,
+    },
+    /// The literal equals every column value in `lo..=hi` (`lo < hi`): the column's values
+    /// round to it when cast to the literal's floating-point type.
+    Span {
+        lo: Value,
+        hi: Value,
     },
 }
 
@@ -132,29 +144,26 @@ pub fn coerce(lit: &Literal, domain: Domain, column: &str) -> Result<Coerced> {
             },
             _ => Err(wrong()),
         },
-        Domain::Float32 | Domain::Float64 => {
-            let f = match lit {
-                Literal::Number(n) => n.parse::<f64>().map_err(|_| wrong())?,
-                Literal::Float(f) => *f,
-                Literal::Str(s) => crate::predicate::sql::cast_literal(
-                    Literal::Str(s.clone()),
-                    crate::predicate::sql::SqlType::Float64,
-                )
-                .ok()
-                .and_then(|l| match l {
-                    Literal::Float(f) => Some(f),
-                    _ => None,
-                })
-                .ok_or_else(wrong)?,
-                _ => return Err(wrong()),
-            };
-            let f = if domain == Domain::Float32 {
-                f as f32 as f64
-            } else {
-                f
-            };
-            Ok(Coerced::Exact(Value::Float(f)))
-        }
+        Domain::Float64 => Ok(Coerced::Exact(Value::Float(match lit {
+            Literal::Number(n) => n.parse::<f64>().map_err(|_| wrong())?,
+            Literal::Float(f) => *f,
+            Literal::Real(f) => f64::from(*f),
+            Literal::Str(s) => parse_float_text::<f64>(s).ok_or_else(wrong)?,
+            _ => return Err(wrong()),
+        }))),
+        Domain::Float32 => match lit {
+            // INTEGER and DECIMAL literals are cast to FLOAT, rounding once.
+            Literal::Number(n) => Ok(Coerced::Exact(Value::Float(f64::from(
+                n.parse::<f32>().map_err(|_| wrong())?,
+            )))),
+            Literal::Real(f) => Ok(Coerced::Exact(Value::Float(f64::from(*f)))),
+            Literal::Str(s) => Ok(Coerced::Exact(Value::Float(f64::from(
+                parse_float_text::<f32>(s).ok_or_else(wrong)?,
+            )))),
+            // A DOUBLE compares with the column cast to DOUBLE, which is exact.
+            Literal::Float(f) => Ok(double_into_float32(*f)),
+            _ => Err(wrong()),
+        },
         Domain::Utf8 => match lit {
             Literal::Str(s) => Ok(Coerced::Exact(Value::Bytes(s.as_bytes().to_vec()))),
             _ => Err(wrong()),
@@ -176,28 +185,25 @@ pub fn coerce(lit: &Literal, domain: Domain, column: &str) -> Result<Coerced> {
                     IntKind::Integer | IntKind::Decimal { .. },
                     Literal::Number(n) | Literal::Str(n),
                 ) => {
-                    let scale = match kind {
-                        IntKind::Decimal { scale } => scale,
-                        _ => 0,
-                    };
+                    let scale = decimal_scale(kind);
                     match parse_number(n) {
                         Some(r) => {
                             let (mn, md) = scale_factor(scale).ok_or_else(wrong)?;
                             r.scaled_floor(mn, md)
                                 .map_or_else(|| Overflow::from_sign(r.num), Overflow::Fits)
                         }
-                        None if matches!(lit, Literal::Number(_)) => {
-                            float_to_domain(n.parse::<f64>().map_err(|_| wrong())?, scale)
-                        }
                         None => return Err(wrong()),
                     }
                 }
                 (IntKind::Integer | IntKind::Decimal { .. }, Literal::Float(f)) => {
-                    let scale = match kind {
-                        IntKind::Decimal { scale } => scale,
-                        _ => 0,
-                    };
-                    float_to_domain(*f, scale)
+                    let scale = decimal_scale(kind);
+                    return Ok(rounded_span(*f, min, max, |u| cast_f64(u, scale)));
+                }
+                (IntKind::Integer | IntKind::Decimal { .. }, Literal::Real(f)) => {
+                    let scale = decimal_scale(kind);
+                    return Ok(rounded_span(f64::from(*f), min, max, |u| {
+                        f64::from(cast_f32(u, scale))
+                    }));
                 }
                 (IntKind::Date, Literal::Date(d)) => Overflow::Fits((i128::from(*d), true)),
                 (IntKind::Timestamp { unit_ns, .. }, Literal::Date(d)) => {
@@ -208,7 +214,11 @@ pub fn coerce(lit: &Literal, domain: Domain, column: &str) -> Result<Coerced> {
                     time_to_domain(*ns, unit_ns)
                 }
                 (IntKind::Date, Literal::Str(s)) => {
-                    let (ns, _) = time::parse_timestamp(s)?;
+                    let (ns, _) = time::parse_timestamp(s).map_err(|_| {
+                        Error::predicate(format!(
+                            "cannot compare column {column} (date) with '{s}': not a date (expected YYYY-MM-DD)"
+                        ))
+                    })?;
                     time_to_domain(ns, NS_PER_DAY)
                 }
                 (IntKind::Timestamp { unit_ns, .. }, Literal::Str(s)) => {
@@ -244,21 +254,95 @@ fn time_to_domain(ns: i128, unit_ns: i128) -> Overflow {
     Overflow::Fits((ns.div_euclid(unit_ns), ns.rem_euclid(unit_ns) == 0))
 }
 
-/// A DOUBLE compared with an integer or decimal column. NaN is larger than every number
-/// in DuckDB's order.
-fn float_to_domain(f: f64, scale: i8) -> Overflow {
-    if f.is_nan() || f == f64::INFINITY {
-        return Overflow::Above;
+fn decimal_scale(kind: IntKind) -> i8 {
+    match kind {
+        IntKind::Decimal { scale } => scale,
+        _ => 0,
     }
-    if f == f64::NEG_INFINITY {
-        return Overflow::Below;
+}
+
+/// `unscaled / 10^scale` correctly rounded to DOUBLE, as DuckDB casts integers and decimals.
+fn cast_f64(unscaled: i128, scale: i8) -> f64 {
+    if scale == 0 {
+        unscaled as f64
+    } else {
+        format!("{unscaled}e{}", -i32::from(scale))
+            .parse()
+            .unwrap_or(f64::NAN)
     }
-    // The shortest decimal text that reads back as `f` names the value DuckDB compares.
-    match parse_number(&format!("{f:e}")) {
-        Some(r) => scale_factor(scale)
-            .and_then(|(n, d)| r.scaled_floor(n, d))
-            .map_or_else(|| Overflow::from_sign(r.num), Overflow::Fits),
-        None => Overflow::from_sign(if f < 0.0 { -1 } else { 1 }),
+}
+
+/// `unscaled / 10^scale` correctly rounded to FLOAT.
+fn cast_f32(unscaled: i128, scale: i8) -> f32 {
+    if scale == 0 {
+        unscaled as f32
+    } else {
+        format!("{unscaled}e{}", -i32::from(scale))
+            .parse()
+            .unwrap_or(f32::NAN)
+    }
+}
+
+/// A DOUBLE against a FLOAT column: the nearest FLOATs around it, or the FLOAT it equals.
+fn double_into_float32(f: f64) -> Coerced {
+    let near = f as f32;
+    if f.is_nan() || f64::from(near) == f {
+        return Coerced::Exact(Value::Float(f64::from(near)));
+    }
+    let (lo, hi) = if f64::from(near) < f {
+        (near, near.next_up())
+    } else {
+        (near.next_down(), near)
+    };
+    Coerced::Between {
+        lo: Some(Value::Float(f64::from(lo))),
+        hi: Some(Value::Float(f64::from(hi))),
+    }
+}
+
+/// Where `target` falls among the integers `min..=max` cast by the monotonic `cast`: the run
+/// of integers that cast to it, or the neighbours on either side. NaN is above every number.
+fn rounded_span(target: f64, min: i128, max: i128, cast: impl Fn(i128) -> f64) -> Coerced {
+    let int = |x: i128| Some(Value::Int(x));
+    if target.is_nan() {
+        return Coerced::Between {
+            lo: int(max),
+            hi: None,
+        };
+    }
+    // First integer whose cast is >= target (resp. > target), by bisection over the domain.
+    let first = |pred: &dyn Fn(f64) -> bool| -> Option<i128> {
+        if !pred(cast(max)) {
+            return None;
+        }
+        let (mut lo, mut hi) = (min, max);
+        while lo < hi {
+            let mid = lo + (hi.wrapping_sub(lo) as u128 / 2) as i128;
+            if pred(cast(mid)) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Some(lo)
+    };
+    let first_ge = first(&|v| v >= target);
+    let first_gt = first(&|v| v > target);
+    let last_le = match first_gt {
+        Some(x) if x == min => None,
+        Some(x) => Some(x - 1),
+        None => Some(max),
+    };
+    match (first_ge, last_le) {
+        (Some(a), Some(b)) if a == b => Coerced::Exact(Value::Int(a)),
+        (Some(a), Some(b)) if a < b => Coerced::Span {
+            lo: Value::Int(a),
+            hi: Value::Int(b),
+        },
+        (a, b) => Coerced::Between {
+            lo: b.and_then(int),
+            hi: a.and_then(int),
+        },
     }
 }
 
@@ -423,6 +507,59 @@ mod tests {
             Coerced::Between {
                 lo: Some(Value::Int(127)),
                 hi: None
+            }
+        );
+    }
+
+    #[test]
+    fn doubles_lift_the_column() {
+        let i64d = Domain::of(&DataType::Int64).unwrap();
+        // 2^53 + 1 rounds to 2^53 as a DOUBLE, so both integers equal the literal.
+        let c = coerce(&Literal::Float(9007199254740992.0), i64d, "x").unwrap();
+        assert_eq!(
+            c,
+            Coerced::Span {
+                lo: Value::Int(9007199254740992),
+                hi: Value::Int(9007199254740993)
+            }
+        );
+        let c = coerce(&Literal::Float(2.5), i64d, "x").unwrap();
+        assert_eq!(
+            c,
+            Coerced::Between {
+                lo: Some(Value::Int(2)),
+                hi: Some(Value::Int(3))
+            }
+        );
+        let dec = Domain::of(&DataType::Decimal128(5, 2)).unwrap();
+        let c = coerce(&Literal::Float(1.1), dec, "x").unwrap();
+        assert_eq!(c, Coerced::Exact(Value::Int(110)));
+        // A FLOAT literal lifts an integer column to FLOAT: 16777217 rounds to 16777216.
+        let c = coerce(&Literal::Real(16777216.0), i64d, "x").unwrap();
+        assert_eq!(
+            c,
+            Coerced::Span {
+                lo: Value::Int(16777216),
+                hi: Value::Int(16777217)
+            }
+        );
+        let f32d = Domain::of(&DataType::Float32).unwrap();
+        let c = coerce(&Literal::Float(0.1), f32d, "x").unwrap();
+        assert_eq!(
+            c,
+            Coerced::Between {
+                lo: Some(Value::Float(f64::from(0.099_999_994_f32))),
+                hi: Some(Value::Float(f64::from(0.1_f32)))
+            }
+        );
+        let c = coerce(&Literal::Number("0.1".into()), f32d, "x").unwrap();
+        assert_eq!(c, Coerced::Exact(Value::Float(f64::from(0.1_f32))));
+        let c = coerce(&Literal::Float(1e300), f32d, "x").unwrap();
+        assert_eq!(
+            c,
+            Coerced::Between {
+                lo: Some(Value::Float(f64::from(f32::MAX))),
+                hi: Some(Value::Float(f64::INFINITY))
             }
         );
     }

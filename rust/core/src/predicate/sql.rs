@@ -41,8 +41,13 @@ pub enum Literal {
     Bool(bool),
     /// An exact decimal number, as written (`-12.50`, `1e3`).
     Number(String),
-    /// A DOUBLE: the result of a cast to a float type (`'NaN'::DOUBLE`).
+    /// A DOUBLE: a number in scientific notation (`1e3`), one too long for a DECIMAL, or a
+    /// cast (`'NaN'::DOUBLE`). Compared with an integer, decimal or FLOAT column, the column
+    /// is cast to DOUBLE, as DuckDB does.
     Float(f64),
+    /// A FLOAT (`CAST(x AS REAL)`): integer and decimal columns compared with it are cast to
+    /// FLOAT.
+    Real(f32),
     Str(String),
     Bytes(Vec<u8>),
     /// Days since 1970-01-01.
@@ -181,6 +186,7 @@ impl Converter {
                 UnaryOperator::Minus => match self.convert(expr)? {
                     Ast::Lit(Literal::Number(n)) => Ast::Lit(Literal::Number(negate_number(&n))),
                     Ast::Lit(Literal::Float(f)) => Ast::Lit(Literal::Float(-f)),
+                    Ast::Lit(Literal::Real(f)) => Ast::Lit(Literal::Real(-f)),
                     Ast::Lit(Literal::Interval { months, ns }) => Ast::Lit(Literal::Interval {
                         months: -months,
                         ns: -ns,
@@ -300,7 +306,7 @@ fn literal_of(v: &SqlValue) -> Result<Literal> {
     Ok(match v {
         SqlValue::Null => Literal::Null,
         SqlValue::Boolean(b) => Literal::Bool(*b),
-        SqlValue::Number(n, _) => Literal::Number(n.clone()),
+        SqlValue::Number(n, _) => number_literal(n),
         SqlValue::SingleQuotedString(s)
         | SqlValue::EscapedStringLiteral(s)
         | SqlValue::UnicodeStringLiteral(s) => Literal::Str(s.clone()),
@@ -311,6 +317,18 @@ fn literal_of(v: &SqlValue) -> Result<Literal> {
             )))
         }
     })
+}
+
+/// DuckDB types `1e3` and numbers beyond 38 digits as DOUBLE, every other number as an
+/// exact INTEGER or DECIMAL.
+fn number_literal(n: &str) -> Literal {
+    let scientific = n.contains(['e', 'E']);
+    match n.parse::<f64>() {
+        Ok(f) if scientific || crate::predicate::coerce::parse_number(n).is_none() => {
+            Literal::Float(f)
+        }
+        _ => Literal::Number(n.to_string()),
+    }
 }
 
 fn parse_hex(h: &str) -> Result<Vec<u8>> {
@@ -515,24 +533,25 @@ pub fn cast_literal(lit: Literal, ty: SqlType) -> Result<Literal> {
                 .map(|r| r.num != 0)
                 .ok_or_else(|| fail(&Literal::Number(n.clone())))?,
         ),
-        (Literal::Number(n), SqlType::Float32 | SqlType::Float64) => {
-            let f: f64 = n.parse().map_err(|_| fail(&Literal::Number(n.clone())))?;
-            Literal::Float(if ty == SqlType::Float32 {
-                f as f32 as f64
-            } else {
-                f
-            })
+        (Literal::Number(n), SqlType::Float32) => {
+            Literal::Real(n.parse().map_err(|_| fail(&Literal::Number(n.clone())))?)
         }
-        (Literal::Str(s), SqlType::Float32 | SqlType::Float64) => {
-            let f = parse_float_text(&s).ok_or_else(|| fail(&Literal::Str(s.clone())))?;
-            Literal::Float(if ty == SqlType::Float32 {
-                f as f32 as f64
-            } else {
-                f
-            })
+        (Literal::Number(n), SqlType::Float64) => {
+            Literal::Float(n.parse().map_err(|_| fail(&Literal::Number(n.clone())))?)
         }
-        (Literal::Float(f), SqlType::Float32) => Literal::Float(f as f32 as f64),
+        (Literal::Str(s), SqlType::Float32) => Literal::Real(
+            parse_float_text::<f32>(&s).ok_or_else(|| fail(&Literal::Str(s.clone())))?,
+        ),
+        (Literal::Str(s), SqlType::Float64) => Literal::Float(
+            parse_float_text::<f64>(&s).ok_or_else(|| fail(&Literal::Str(s.clone())))?,
+        ),
+        (Literal::Float(f), SqlType::Float32) => Literal::Real(f as f32),
         (Literal::Float(f), SqlType::Float64) => Literal::Float(f),
+        (Literal::Real(f), SqlType::Float32) => Literal::Real(f),
+        (Literal::Real(f), SqlType::Float64) => Literal::Float(f64::from(f)),
+        (Literal::Real(f), SqlType::Int { .. }) => {
+            return cast_literal(Literal::Float(f64::from(f)), ty)
+        }
         (Literal::Number(n) | Literal::Str(n), SqlType::Int { bits, signed }) => {
             let r = crate::predicate::coerce::parse_number(n.trim())
                 .ok_or_else(|| fail(&Literal::Str(n.clone())))?;
@@ -572,13 +591,16 @@ fn check_int_range(v: i128, bits: u8, signed: bool) -> Option<()> {
     (min..=max).contains(&v).then_some(())
 }
 
-fn parse_float_text(s: &str) -> Option<f64> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "nan" | "+nan" | "-nan" => Some(f64::NAN),
-        "inf" | "+inf" | "infinity" | "+infinity" => Some(f64::INFINITY),
-        "-inf" | "-infinity" => Some(f64::NEG_INFINITY),
-        t => t.parse().ok(),
-    }
+/// A float as DuckDB reads it from text (`'NaN'`, `'-Infinity'`, `' 1.5 '`).
+pub fn parse_float_text<F: std::str::FromStr>(s: &str) -> Option<F> {
+    let t = s.trim().to_ascii_lowercase();
+    let t = match t.as_str() {
+        "+nan" | "-nan" => "nan",
+        "+inf" | "infinity" | "+infinity" => "inf",
+        "-infinity" => "-inf",
+        t => t,
+    };
+    t.parse().ok()
 }
 
 /// DuckDB's blob text: bytes as written, with `\xHH` escapes.
@@ -609,7 +631,8 @@ pub fn describe(lit: &Literal) -> String {
         Literal::Null => "NULL".into(),
         Literal::Bool(b) => b.to_string(),
         Literal::Number(n) => n.clone(),
-        Literal::Float(f) => format!("{f:?}"),
+        Literal::Float(f) => format!("{f:?} (DOUBLE)"),
+        Literal::Real(f) => format!("{f:?} (FLOAT)"),
         Literal::Str(s) => format!("'{s}'"),
         Literal::Bytes(b) => format!("blob of {} bytes", b.len()),
         Literal::Date(d) => format!("DATE '{}'", time::format_date(*d)),
