@@ -2,6 +2,7 @@
 
 mod error;
 mod metadata;
+mod pyarrow;
 mod runtime;
 mod scan;
 mod source;

@@ -8,7 +8,6 @@ use parquet::file::metadata::ParquetMetaData;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use pyo3_arrow::ffi::to_schema_pycapsule;
-use pyo3_arrow::PyTable;
 
 use pqindex_core::io::{IoStats, LocalFile};
 use pqindex_core::metadata::{global_cache, tables};
@@ -29,7 +28,7 @@ pub struct PyFileMetadata {
 fn table<'py>(py: Python<'py>, batch: Result<RecordBatch, Error>) -> PyResult<Bound<'py, PyAny>> {
     let batch = batch.py()?;
     let schema = batch.schema();
-    PyTable::try_new(vec![batch], schema)?.into_pyarrow(py)
+    crate::pyarrow::table(py, vec![batch], schema)
 }
 
 #[pymethods]

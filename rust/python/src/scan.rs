@@ -9,7 +9,7 @@ use arrow_schema::{Field, Schema, SchemaRef};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use pyo3_arrow::ffi::{to_schema_pycapsule, to_stream_pycapsule, ArrayIterator};
-use pyo3_arrow::{PySchema, PyTable};
+use pyo3_arrow::PySchema;
 
 use pqindex_core::metadata::global_cache;
 use pqindex_core::{Error, Scan, ScanOptions};
@@ -163,7 +163,7 @@ impl PyScan {
             Ok(out)
         })?
         .py()?;
-        PyTable::try_new(batches, schema)?.into_pyarrow(py)
+        crate::pyarrow::table(py, batches, schema)
     }
 
     /// What each pruning level ruled out, and what reading has fetched so far.
