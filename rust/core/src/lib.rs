@@ -9,6 +9,7 @@ pub mod prune;
 pub mod read;
 pub mod scan;
 pub mod source;
+pub mod units;
 pub mod write;
 
 pub use error::{Error, Result};

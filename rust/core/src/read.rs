@@ -243,7 +243,7 @@ pub fn read_unit(
 
 /// Byte ranges of the pages of `leaves` that hold selected rows, with their dictionary
 /// pages; whole column chunks where there is no offset index.
-fn byte_ranges(
+pub(crate) fn byte_ranges(
     md: &parquet::file::metadata::ParquetMetaData,
     rg: usize,
     leaves: &[usize],

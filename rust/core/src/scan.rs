@@ -54,6 +54,10 @@ pub struct Scan {
     pub threads: usize,
     pub io: Arc<IoStats>,
     pub read: Arc<ReadMetrics>,
+    /// Hive partition columns of the source, in output order.
+    pub partition_fields: Vec<Field>,
+    /// The "now" that `now()` and `current_date` folded to.
+    pub now_ns: i128,
 }
 
 impl Scan {
@@ -93,19 +97,14 @@ impl Scan {
         }
 
         let now_ns = opts.now_ns.unwrap_or_else(now_ns);
-        let predicate = match &opts.predicate {
-            None => None,
-            Some(text) => {
-                let ast = predicate::sql::parse(text, now_ns)?;
-                let bind_schema = BindSchema {
-                    arrow: &schema,
-                    native: &native,
-                    parquet: descr,
-                    partitions: &listing.partition_fields,
-                };
-                Some(predicate::bind(&ast, &bind_schema)?)
-            }
-        };
+        let predicate = bind_where(
+            opts.predicate.as_deref(),
+            now_ns,
+            &schema,
+            &native,
+            descr,
+            &listing.partition_fields,
+        )?;
 
         let shape = output_shape(&schema, &listing.partition_fields, opts)?;
         let roots = shape.roots();
@@ -151,6 +150,8 @@ impl Scan {
             threads,
             io,
             read: Arc::new(ReadMetrics::default()),
+            partition_fields: listing.partition_fields,
+            now_ns,
         })
     }
 
@@ -280,7 +281,33 @@ fn now_ns() -> i128 {
         .map_or(0, |d| d.as_nanos() as i128)
 }
 
-fn output_shape(schema: &Schema, partitions: &[Field], opts: &ScanOptions) -> Result<OutputShape> {
+/// Parse and bind a `WHERE` text against a file schema and the partition columns.
+pub(crate) fn bind_where(
+    text: Option<&str>,
+    now_ns: i128,
+    schema: &Schema,
+    native: &Schema,
+    descr: &parquet::schema::types::SchemaDescriptor,
+    partitions: &[Field],
+) -> Result<Option<Predicate>> {
+    let Some(text) = text else {
+        return Ok(None);
+    };
+    let ast = predicate::sql::parse(text, now_ns)?;
+    let bind_schema = BindSchema {
+        arrow: schema,
+        native,
+        parquet: descr,
+        partitions,
+    };
+    Ok(Some(predicate::bind(&ast, &bind_schema)?))
+}
+
+pub(crate) fn output_shape(
+    schema: &Schema,
+    partitions: &[Field],
+    opts: &ScanOptions,
+) -> Result<OutputShape> {
     let columns: Vec<OutputColumn> = match &opts.columns {
         None => (0..schema.fields().len())
             .map(OutputColumn::Root)

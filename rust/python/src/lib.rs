@@ -16,6 +16,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<scan::PyScan>()?;
     m.add_class::<metadata::PyFileMetadata>()?;
     m.add_function(wrap_pyfunction!(scan::scan, m)?)?;
+    m.add_function(wrap_pyfunction!(scan::read_units, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::read_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::metadata_cache_info, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::set_metadata_cache_capacity, m)?)?;

@@ -9,6 +9,7 @@ use arrow_schema::{Field, Schema, SchemaRef};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use pyo3_arrow::ffi::{to_schema_pycapsule, to_stream_pycapsule, ArrayIterator};
+use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PySchema;
 
 use pqindex_core::metadata::global_cache;
@@ -166,6 +167,20 @@ impl PyScan {
         crate::pyarrow::table(py, batches, schema)
     }
 
+    /// The plan's units (file identity, row group, row ranges, estimated bytes), one row
+    /// each, for `read_units` in another process.
+    fn units<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let batch = pqindex_core::units::units_table(&self.scan).py()?;
+        let schema = batch.schema();
+        crate::pyarrow::table(py, vec![batch], schema)
+    }
+
+    /// What `now()` and `current_date` folded to, in ns since the epoch.
+    #[getter]
+    fn now_ns(&self) -> i128 {
+        self.scan.now_ns
+    }
+
     /// What each pruning level ruled out, and what reading has fetched so far.
     fn explain(&self) -> String {
         self.scan.explain()
@@ -190,6 +205,41 @@ impl PyScan {
             m.rows_selected
         )
     }
+}
+
+/// Read `units` (rows of `Scan.units()`, from a plan made elsewhere) with the planning
+/// scan's `where`, `columns` and `now_ns`.
+#[pyfunction]
+#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None))]
+pub fn read_units(
+    py: Python<'_>,
+    units: AnyRecordBatch,
+    now_ns: i128,
+    r#where: Option<String>,
+    columns: Option<Vec<String>>,
+    batch_size: usize,
+    threads: Option<usize>,
+) -> PyResult<PyScan> {
+    let opts = ScanOptions {
+        predicate: r#where,
+        columns,
+        batch_size,
+        threads: threads.unwrap_or_else(pqindex_core::scan::default_threads),
+        now_ns: Some(now_ns),
+    };
+    let batches = units
+        .into_reader()?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(arrow_to_core)
+        .py()?;
+    let planned = run_blocking(py, move |cancel| {
+        Scan::from_units(&batches, &opts, global_cache(), cancel)
+    })?
+    .py()?;
+    Ok(PyScan {
+        scan: Arc::new(planned),
+        consumed: AtomicBool::new(false),
+    })
 }
 
 /// Errors that crossed the Arrow reader come back as ArrowError; recover ours.

@@ -283,7 +283,7 @@ fn leaf_stats_may_match(md: &ParquetMetaData, rg: usize, leaf: &Predicate) -> bo
 }
 
 /// Whether any column chunk declares a page index.
-fn has_page_index(md: &ParquetMetaData) -> bool {
+pub(crate) fn has_page_index(md: &ParquetMetaData) -> bool {
     md.row_groups().iter().any(|rg| {
         rg.columns()
             .iter()
@@ -293,7 +293,11 @@ fn has_page_index(md: &ParquetMetaData) -> bool {
 
 /// Every file of a dataset must produce the dataset's schema: bound predicates refer to
 /// leaf columns by position.
-fn check_schema(path: &str, md: &ParquetMetaData, expected: &arrow_schema::Schema) -> Result<()> {
+pub(crate) fn check_schema(
+    path: &str,
+    md: &ParquetMetaData,
+    expected: &arrow_schema::Schema,
+) -> Result<()> {
     let got = parquet::arrow::parquet_to_arrow_schema(
         md.file_metadata().schema_descr(),
         md.file_metadata().key_value_metadata(),
