@@ -29,6 +29,12 @@ class Scan:
     def to_arrow(self) -> Any: ...
     def explain(self) -> str: ...
     def metrics(self) -> dict[str, int]: ...
+    def units(self) -> Any:
+        """The plan's units (file identity, row group, row ranges, estimated bytes) as a
+        pyarrow Table, for ``read_units`` in another process."""
+    @property
+    def now_ns(self) -> int:
+        """What ``now()`` and ``current_date`` folded to, in ns since the epoch."""
 
 @final
 class FileMetadata:
@@ -46,6 +52,15 @@ class FileMetadata:
 
 def scan(
     source: Source,
+    where: str | None = None,
+    columns: Sequence[str] | None = None,
+    batch_size: int = 65536,
+    threads: int | None = None,
+) -> Scan: ...
+def read_units(
+    units: _ArrowStream | _ArrowArray,
+    *,
+    now_ns: int,
     where: str | None = None,
     columns: Sequence[str] | None = None,
     batch_size: int = 65536,

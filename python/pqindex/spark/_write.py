@@ -1,0 +1,187 @@
+"""Writing a DataFrame as Parquet that pqindex prunes well, from inside Spark tasks.
+
+Each task streams its rows through ``mapInArrow`` into the Rust writer (page statistics,
+so a page index; bloom filters; pages of a fixed row count). A file is named after the task's
+partition, the partition values it holds and the job, and appears by an atomic rename, so a
+retried or speculative attempt replaces what an earlier attempt wrote instead of adding a
+second copy. The driver writes ``_SUCCESS`` last; a failed job removes its files.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import pqindex
+
+#: Spark's and Hive's directory value for a NULL partition value.
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+
+_REPORT_SCHEMA = "file string, rows long, bytes long"
+
+
+def write(
+    df: Any,
+    path: str | os.PathLike[str],
+    *,
+    mode: str = "error",
+    partition_by: Sequence[str] | None = None,
+    sort_within_partitions: Sequence[str] | None = None,
+    bloom_filter_columns: Sequence[str] | None = None,
+    page_row_limit: int | None = 20_000,
+    row_group_size: int = 1024 * 1024,
+    compression: str = "zstd",
+) -> list[dict[str, Any]]:
+    """Write ``df`` under ``path`` (hive-style ``key=value`` directories for
+    ``partition_by``), rows sorted within each task by ``sort_within_partitions``. Returns
+    one record per file written: ``file``, ``rows``, ``bytes``.
+
+    ``mode`` is ``"error"`` (refuse a non-empty directory) or ``"overwrite"``."""
+    root = os.path.abspath(os.fspath(path))
+    if mode not in ("error", "overwrite"):
+        raise pqindex.InvalidArgumentError(f"mode must be 'error' or 'overwrite', not {mode!r}")
+    if os.path.isdir(root) and os.listdir(root):
+        if mode == "error":
+            raise pqindex.InvalidArgumentError(
+                f"{root} exists and is not empty; pass mode='overwrite' to replace it"
+            )
+        shutil.rmtree(root)
+    os.makedirs(root, exist_ok=True)
+
+    keys = list(partition_by or [])
+    sort = list(sort_within_partitions or [])
+    unknown = [c for c in keys + sort if c not in df.columns]
+    if unknown:
+        raise pqindex.InvalidArgumentError(f"unknown columns {unknown} (columns: {df.columns})")
+    if keys or sort:
+        df = df.sortWithinPartitions(*keys, *sort)
+    job = uuid.uuid4().hex[:12]
+    task = _WriteTask(
+        root=root,
+        job=job,
+        partition_by=keys,
+        options={
+            "page_row_limit": page_row_limit,
+            "row_group_size": row_group_size,
+            "bloom_filter_columns": list(bloom_filter_columns or []),
+            "compression": compression,
+        },
+    )
+    try:
+        report = [r.asDict() for r in df.mapInArrow(task, _REPORT_SCHEMA).collect()]
+    except BaseException:
+        _remove_job_files(root, job)
+        raise
+    with open(os.path.join(root, "_SUCCESS"), "wb"):
+        pass
+    return sorted(report, key=lambda r: str(r["file"]))
+
+
+def _remove_job_files(root: str, job: str) -> None:
+    for directory, _, names in os.walk(root):
+        for name in names:
+            if job in name:
+                os.remove(os.path.join(directory, name))
+
+
+def _partition_dir(keys: Sequence[str], values: Sequence[Any]) -> str:
+    """``k1=v1/k2=v2`` as Spark writes it: values as text, escaped like Spark escapes path
+    names, NULL as the Hive default partition."""
+    parts = []
+    for k, v in zip(keys, values, strict=True):
+        text = NULL_PARTITION if v is None else _partition_text(v)
+        parts.append(f"{quote(k, safe='')}={quote(text, safe=' ')}")
+    return "/".join(parts)
+
+
+def _partition_text(v: Any) -> str:
+    import datetime
+
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, datetime.datetime):
+        return v.isoformat(sep=" ")
+    return str(v)
+
+
+@dataclass
+class _WriteTask:
+    """The function ``mapInArrow`` runs in each task."""
+
+    root: str
+    job: str
+    partition_by: list[str]
+    options: dict[str, Any]
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        task = context.partitionId() if context is not None else 0
+        report: dict[str, list[Any]] = {"file": [], "rows": [], "bytes": []}
+        for values, run in _runs(batches, self.partition_by):
+            directory = os.path.join(self.root, _partition_dir(self.partition_by, values))
+            os.makedirs(directory, exist_ok=True)
+            index = len(report["file"])
+            target = os.path.join(directory, f"part-{task:05d}-{index:03d}-{self.job}.parquet")
+            pqindex.write(run, target, **self.options)
+            stat = os.stat(target)
+            report["file"].append(target)
+            report["rows"].append(pqindex.read_metadata(target).num_rows)
+            report["bytes"].append(stat.st_size)
+        yield pa.RecordBatch.from_pydict(
+            report,
+            schema=pa.schema([("file", pa.string()), ("rows", pa.int64()), ("bytes", pa.int64())]),
+        )
+
+
+def _runs(batches: Iterator[Any], keys: list[str]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Consecutive rows with equal partition values, each as a RecordBatchReader without the
+    partition columns. Rows arrive sorted by the keys, so each value comes once per task."""
+    import pyarrow as pa
+
+    pending = _split(batches, keys)
+    first = next(pending, None)
+    while first is not None:
+        values, batch = first
+        schema = batch.drop_columns(keys).schema if keys else batch.schema
+        following: list[tuple[tuple[Any, ...], Any] | None] = [None]
+
+        def run(
+            values: tuple[Any, ...] = values,
+            batch: Any = batch,
+            following: list[tuple[tuple[Any, ...], Any] | None] = following,
+        ) -> Iterator[Any]:
+            yield batch.drop_columns(keys) if keys else batch
+            for item in pending:
+                if item[0] != values:
+                    following[0] = item
+                    return
+                yield item[1].drop_columns(keys) if keys else item[1]
+
+        reader = pa.RecordBatchReader.from_batches(schema, run())
+        yield values, reader
+        # The writer consumed the run; carry on from the first batch of the next one.
+        first = following[0]
+
+
+def _split(batches: Iterator[Any], keys: list[str]) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    """Batches cut where the partition values change, each with its values."""
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        if not keys:
+            yield (), batch
+            continue
+        columns = [batch.column(k).to_pylist() for k in keys]
+        start = 0
+        for i in range(1, batch.num_rows + 1):
+            if i == batch.num_rows or any(c[i] != c[start] for c in columns):
+                yield tuple(c[start] for c in columns), batch.slice(start, i - start)
+                start = i
