@@ -1,0 +1,138 @@
+"""pqindex.spark.write: what Spark reads back is what was written, files carry a page index
+and bloom filters, and neither a retried task nor a failed job leaves extra files."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import os
+from pathlib import Path
+from typing import Any
+
+import pqindex
+import pyarrow as pa
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+def _frame(spark: Any, n: int = 3000) -> Any:
+    rows = [
+        (
+            i,
+            i % 7 if i % 11 else None,
+            f"name-{i % 13}",
+            decimal.Decimal(i) / 100,
+            datetime.date(2020, 1, 1) + datetime.timedelta(days=i % 40),
+            datetime.datetime(2021, 1, 1, tzinfo=datetime.timezone.utc)
+            + datetime.timedelta(seconds=i),
+            float(i) / 3,
+        )
+        for i in range(n)
+    ]
+    schema = "k long, g int, s string, d decimal(12,2), day date, ts timestamp, f double"
+    return spark.createDataFrame(rows, schema).repartition(3)
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix == ".parquet")
+
+
+def _rows(df: Any) -> list[str]:
+    return sorted(map(str, df.select(*sorted(df.columns)).collect()))
+
+
+def test_spark_reads_back_what_was_written(spark: Any, tmp_path: Path) -> None:
+    import pqindex.spark
+
+    df = _frame(spark)
+    out = tmp_path / "out"
+    report = pqindex.spark.write(
+        df,
+        out,
+        partition_by=["g"],
+        sort_within_partitions=["k"],
+        bloom_filter_columns=["s"],
+        page_row_limit=100,
+    )
+    assert (out / "_SUCCESS").exists()
+    assert sum(r["rows"] for r in report) == df.count()
+    assert {Path(r["file"]) for r in report} == set(_files(out))
+    # NULL partition values go to Hive's default partition, as Spark writes them.
+    assert (out / "g=__HIVE_DEFAULT_PARTITION__").is_dir()
+    back = spark.read.parquet(str(out))
+    assert _rows(back) == _rows(df)
+
+    columns = pqindex.read_metadata(_files(out)[0]).columns().to_pylist()
+    assert all(c["has_page_index"] for c in columns)
+    assert any(c["has_bloom_filter"] for c in columns if c["column"] == "s")
+    pages = pqindex.read_metadata(_files(out)[0]).pages().column("row_count").to_pylist()
+    assert max(pages) <= 100
+
+
+def test_pqindex_read_uses_what_write_wrote(spark: Any, tmp_path: Path) -> None:
+    import pqindex.spark
+
+    df = _frame(spark, 20_000)
+    out = tmp_path / "out"
+    pqindex.spark.write(df.coalesce(1), out, sort_within_partitions=["k"], page_row_limit=500)
+    scan = pqindex.spark.plan(spark, str(out), "k = 12345", ["s"])
+    assert [r.s for r in scan.to_df().collect()] == ["name-8"]
+    m = scan.metrics()
+    assert m["pages_pruned"] > 0 and m["pages_read"] <= 2 * 2, m
+
+
+def test_a_retried_task_replaces_its_files(spark: Any, tmp_path: Path) -> None:
+    """A second attempt of the same task writes the same names: files are replaced, not
+    added, and no temporary file is left behind."""
+    from pqindex.spark._write import _WriteTask
+
+    table = pa.table({"g": [1, 1, 2, 2, 2], "x": [1, 2, 3, 4, 5]})
+    task = _WriteTask(
+        root=str(tmp_path),
+        job="job123",
+        partition_by=["g"],
+        options={"page_row_limit": None, "row_group_size": 1000},
+    )
+    first = pa.Table.from_batches(list(task(iter(table.to_batches(max_chunksize=2)))))
+    before = _files(tmp_path)
+    second = pa.Table.from_batches(list(task(iter(table.to_batches(max_chunksize=3)))))
+    assert _files(tmp_path) == before and len(before) == 2
+    assert first.column("file").to_pylist() == second.column("file").to_pylist()
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.name.startswith(".")) == []
+    assert sum(pqindex.read_metadata(p).num_rows for p in before) == len(table)
+
+
+@pytest.mark.filterwarnings("ignore:Cannot infer the eval type")
+def test_a_failed_job_leaves_no_files(spark: Any, tmp_path: Path) -> None:
+    import pqindex.spark
+    from pyspark.sql import functions as F
+
+    @F.udf("long")  # type: ignore[misc]
+    def explode_at(k: int) -> int:
+        if k == 2500:
+            raise ValueError("boom")
+        return k
+
+    df = _frame(spark).withColumn("k", explode_at("k"))
+    out = tmp_path / "out"
+    with pytest.raises(Exception, match="boom"):
+        pqindex.spark.write(df, out, sort_within_partitions=["k"])
+    assert _files(out) == []
+    assert not (out / "_SUCCESS").exists()
+
+
+def test_existing_output_is_refused_unless_overwritten(spark: Any, tmp_path: Path) -> None:
+    import pqindex.spark
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.parquet").write_bytes(b"x")
+    df = _frame(spark, 10)
+    with pytest.raises(pqindex.InvalidArgumentError, match="not empty"):
+        pqindex.spark.write(df, out)
+    assert (out / "old.parquet").exists()
+    pqindex.spark.write(df, out, mode="overwrite")
+    assert not (out / "old.parquet").exists()
+    assert spark.read.parquet(str(out)).count() == 10
+    assert os.path.exists(out / "_SUCCESS")
