@@ -9,4 +9,13 @@ pyspark.
 from pqindex.spark._read import DRIVER_READ_BYTES, SparkScan, plan, read
 from pqindex.spark._write import write
 
-__all__ = ["DRIVER_READ_BYTES", "SparkScan", "plan", "read", "write"]
+
+def register(spark: object, *, filter_pushdown: bool = False) -> None:
+    """Make ``spark.read.format("pqindex")`` available (the Python Data Source API, PySpark
+    4.1 or later for filter pushdown); see ``pqindex.spark._datasource.register``."""
+    from pqindex.spark._datasource import register as _register
+
+    _register(spark, filter_pushdown=filter_pushdown)
+
+
+__all__ = ["DRIVER_READ_BYTES", "SparkScan", "plan", "read", "register", "write"]
