@@ -25,7 +25,7 @@ from pqindex.spark._filters import pushed_predicate
 #: Plans that fetch less than this (estimated compressed bytes of the selected pages) are
 #: read on the driver and handed to Spark with ``createDataFrame``: below it, starting a job
 #: costs more than the read. Measured in benches/spark_threshold.py (see benches/README.md).
-DRIVER_READ_BYTES = 8 * 1024 * 1024
+DRIVER_READ_BYTES = 4 * 1024 * 1024
 
 
 def _metrics_param() -> Any:
