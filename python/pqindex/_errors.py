@@ -17,6 +17,10 @@ class InvalidFileError(PqindexError, ValueError):
     """A file is not Parquet, or its footer, page index or bloom filter is damaged."""
 
 
+class InvalidIndexError(InvalidFileError):
+    """An embedded index is damaged, truncated or of a version this pqindex does not read."""
+
+
 class PredicateError(PqindexError, ValueError):
     """A predicate cannot be parsed, names an unknown column, or has a literal of the wrong type."""
 

@@ -15,6 +15,11 @@ pub enum Error {
     #[error("{path}: {reason}")]
     InvalidFile { path: String, reason: String },
 
+    /// An embedded index is damaged, truncated or of a version this code does not read.
+    /// Readers skip such an index and stay correct; writers refuse to build on it.
+    #[error("embedded index: {0}")]
+    InvalidIndex(String),
+
     /// The predicate cannot be parsed or bound to the schema.
     #[error("{0}")]
     Predicate(String),

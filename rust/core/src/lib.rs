@@ -1,7 +1,9 @@
 //! pqindex core: hierarchical pruning (files, row groups, pages) and selected-page reads
 //! over Parquet, with no Python in sight.
 
+pub mod append;
 pub mod error;
+pub mod index;
 pub mod io;
 pub mod metadata;
 pub mod predicate;

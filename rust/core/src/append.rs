@@ -1,0 +1,421 @@
+//! Adding, replacing and dropping embedded indexes in an existing Parquet file, crash-safe.
+//!
+//! Index blocks live after every Parquet structure (column chunks, page indexes, bloom
+//! filters) and before the footer. Changing them rewrites that tail: the Parquet bytes are
+//! copied unchanged into a temporary file beside the original, the kept and new blocks are
+//! appended, then the original footer with updated `pqindex.index.*` entries. The temporary
+//! file replaces the original by an atomic rename, and only if the original did not change
+//! meanwhile, so the path always holds either the old file or the new one.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parquet::file::metadata::{
+    FileMetaData, KeyValue, ParquetMetaDataBuilder, ParquetMetaDataWriter,
+};
+
+use crate::error::{Error, Result};
+use crate::index::container::{block_checksum, encode_block, IndexKind, BLOCK_VERSION};
+use crate::index::locator::{locators, Granularity, Locator, KEY_PREFIX};
+use crate::io::{FileIdentity, IoStats, LocalFile};
+use crate::metadata::read_footer;
+
+/// An index to embed.
+#[derive(Debug, Clone)]
+pub struct NewIndex {
+    pub kind: IndexKind,
+    pub columns: Vec<String>,
+    pub granularity: Granularity,
+    pub payload: Vec<u8>,
+}
+
+/// What a rewrite did.
+#[derive(Debug, Default)]
+pub struct AppendReport {
+    /// The locators now in the file.
+    pub indexes: Vec<Locator>,
+    /// Existing entries that were damaged and dropped, with why.
+    pub dropped_damaged: Vec<String>,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+}
+
+/// The indexes a file's footer declares (damaged entries are skipped).
+pub fn list_indexes(path: &str) -> Result<Vec<Locator>> {
+    let file = LocalFile::open(path, Arc::new(IoStats::default()))?;
+    let md = read_footer(&file)?;
+    Ok(locators(md.file_metadata().key_value_metadata())
+        .into_iter()
+        .filter_map(|(_, l)| l.ok())
+        .collect())
+}
+
+/// Rewrite `path` with `add` embedded (replacing indexes of the same identity) and without
+/// the existing indexes for which `drop` is true.
+pub fn rewrite_indexes(
+    path: &str,
+    add: Vec<NewIndex>,
+    drop: &dyn Fn(&Locator) -> bool,
+) -> Result<AppendReport> {
+    let file = LocalFile::open(path, Arc::new(IoStats::default()))?;
+    let before = file.identity().as_ref().clone();
+    let md = read_footer(&file)?;
+    let fmd = md.file_metadata();
+    if fmd.column_orders().is_none() {
+        return Err(Error::unsupported(format!(
+            "{path}: written by a writer that records no column orders; rewriting its footer could change how its statistics are read, so indexes are not added to it"
+        )));
+    }
+    let body_end = footer_start(&file)?;
+    let parquet_end = parquet_end(&md).min(body_end);
+
+    let mut report = AppendReport {
+        bytes_before: before.size,
+        ..Default::default()
+    };
+    // Existing blocks to keep, read and checked now; damaged entries are dropped.
+    let replaced = |l: &Locator| {
+        add.iter()
+            .any(|n| (n.kind.name(), n.columns.as_slice(), n.granularity) == l.identity())
+    };
+    let mut blocks: Vec<(Locator, Vec<u8>)> = Vec::new();
+    let mut index_start = body_end;
+    for (key, parsed) in locators(fmd.key_value_metadata()) {
+        // Only a block that checks out marks where the index area starts: a damaged entry
+        // must not make Parquet bytes look like index bytes.
+        match parsed.and_then(|l| read_block(&file, &l, body_end).map(|b| (l, b))) {
+            Ok((l, bytes)) => {
+                index_start = index_start.min(l.offset);
+                if !replaced(&l) && !drop(&l) {
+                    blocks.push((l, bytes));
+                }
+            }
+            Err(e) => report.dropped_damaged.push(format!("{key}: {e}")),
+        }
+    }
+    // Everything before the first index block is Parquet and is copied as it is.
+    let copy_end = index_start.max(parquet_end);
+    for n in add {
+        let block = encode_block(n.kind, &n.payload);
+        let l = Locator {
+            kind: n.kind.name().into(),
+            columns: n.columns,
+            granularity: n.granularity,
+            offset: 0,
+            length: block.len() as u64,
+            checksum: block_checksum(&block).expect("a block has a checksum"),
+            version: BLOCK_VERSION,
+        };
+        blocks.push((l, block));
+    }
+
+    let target = Path::new(path);
+    let tmp = temp_path(target);
+    let result = (|| -> Result<u64> {
+        let out = File::create(&tmp).map_err(|e| Error::io(path, e))?;
+        let mut out = BufWriter::new(out);
+        let mut src = File::open(path).map_err(|e| Error::io(path, e))?;
+        src.seek(SeekFrom::Start(0))
+            .map_err(|e| Error::io(path, e))?;
+        let copied = std::io::copy(&mut (&mut src).take(copy_end), &mut out)
+            .map_err(|e| Error::io(path, e))?;
+        if copied != copy_end {
+            return Err(Error::FileChanged {
+                path: path.into(),
+                what: "it became shorter while indexes were added".into(),
+            });
+        }
+        let mut pos = copy_end;
+        let mut kv: Vec<KeyValue> = fmd
+            .key_value_metadata()
+            .into_iter()
+            .flatten()
+            .filter(|e| !e.key.starts_with(KEY_PREFIX))
+            .cloned()
+            .collect();
+        for (i, (mut l, bytes)) in blocks.into_iter().enumerate() {
+            out.write_all(&bytes).map_err(|e| Error::io(path, e))?;
+            l.offset = pos;
+            pos += bytes.len() as u64;
+            kv.push(KeyValue::new(format!("{KEY_PREFIX}{i}"), l.to_json()));
+            report.indexes.push(l);
+        }
+        let new_fmd = FileMetaData::new(
+            fmd.version(),
+            fmd.num_rows(),
+            fmd.created_by().map(str::to_string),
+            Some(kv),
+            fmd.schema_descr_ptr(),
+            fmd.column_orders().cloned(),
+        );
+        let new_md = ParquetMetaDataBuilder::new_from_metadata(md.clone())
+            .set_column_index(None)
+            .set_offset_index(None)
+            .build();
+        let new_md = ParquetMetaDataBuilder::new(new_fmd)
+            .set_row_groups(new_md.row_groups().to_vec())
+            .build();
+        ParquetMetaDataWriter::new(&mut out, &new_md).finish()?;
+        let out = out
+            .into_inner()
+            .map_err(|e| Error::io(path, e.into_error()))?;
+        out.sync_all().map_err(|e| Error::io(path, e))?;
+        let now = FileIdentity::stat(path)?;
+        if let Some(what) = before.difference(&now) {
+            return Err(Error::FileChanged {
+                path: path.into(),
+                what: format!("its {what} changed while indexes were added"),
+            });
+        }
+        std::fs::rename(&tmp, target).map_err(|e| Error::io(path, e))?;
+        if let Some(dir) = target.parent().and_then(|d| File::open(d).ok()) {
+            let _ = dir.sync_all();
+        }
+        Ok(FileIdentity::stat(path)?.size)
+    })();
+    match result {
+        Ok(size) => {
+            report.bytes_after = size;
+            Ok(report)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+fn read_block(file: &LocalFile, l: &Locator, body_end: u64) -> Result<Vec<u8>> {
+    // Checks magic, version, length and checksum before keeping the bytes.
+    l.read_payload(file, body_end)?;
+    Ok(file.read_range(l.offset, l.length as usize)?.to_vec())
+}
+
+/// Where the footer (Thrift metadata, its length and the magic) begins.
+fn footer_start(file: &LocalFile) -> Result<u64> {
+    let size = file.identity().size;
+    let tail = file.read_range(size - 8, 8)?;
+    let len = u64::from(u32::from_le_bytes(tail[..4].try_into().expect("4 bytes")));
+    size.checked_sub(8 + len)
+        .ok_or_else(|| Error::invalid_file(file.path(), "footer length exceeds the file"))
+}
+
+/// The end of the last byte the Parquet metadata points at: column chunks, page indexes and
+/// bloom filters. Index blocks are only ever written after it.
+fn parquet_end(md: &parquet::file::metadata::ParquetMetaData) -> u64 {
+    let mut end = 4u64;
+    let mut extend = |offset: Option<i64>, len: Option<i64>| {
+        if let (Some(o), Some(l)) = (offset, len) {
+            end = end.max((o.max(0) as u64).saturating_add(l.max(0) as u64));
+        }
+    };
+    for rg in md.row_groups() {
+        for c in rg.columns() {
+            let (start, len) = c.byte_range();
+            extend(Some(start as i64), Some(len as i64));
+            extend(
+                c.column_index_offset(),
+                c.column_index_length().map(i64::from),
+            );
+            extend(
+                c.offset_index_offset(),
+                c.offset_index_length().map(i64::from),
+            );
+            extend(
+                c.bloom_filter_offset(),
+                c.bloom_filter_length().map(i64::from),
+            );
+        }
+    }
+    end
+}
+
+fn temp_path(target: &Path) -> PathBuf {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file.parquet".into());
+    target.with_file_name(format!(".{name}.{}.pqindex-tmp", std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{Int64Array, RecordBatch, RecordBatchIterator, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+
+    use crate::metadata::MetadataCache;
+    use crate::scan::{Scan, ScanOptions};
+
+    fn write_file(dir: &Path) -> String {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, false),
+            Field::new("s", DataType::Utf8, false),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..5000)),
+                Arc::new(StringArray::from_iter_values(
+                    (0..5000).map(|i| format!("s{i}")),
+                )),
+            ],
+        )
+        .unwrap();
+        let path = dir.join("t.parquet").to_string_lossy().into_owned();
+        let opts = crate::write::WriteOptions {
+            row_group_size: 1000,
+            page_row_limit: Some(100),
+            bloom_filter_columns: vec!["s".into()],
+            ..Default::default()
+        };
+        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+        crate::write::write(Box::new(reader), &path, &opts).unwrap();
+        path
+    }
+
+    fn scan(path: &str, predicate: &str) -> (Vec<i64>, Vec<(&'static str, u64)>) {
+        let opts = ScanOptions {
+            predicate: Some(predicate.into()),
+            columns: Some(vec!["k".into()]),
+            ..Default::default()
+        };
+        let cache = MetadataCache::new(1 << 24);
+        let s = Scan::plan(&[path.to_string()], &opts, &cache, &AtomicBool::new(false)).unwrap();
+        let rows = s
+            .stream()
+            .flat_map(|b| {
+                b.unwrap()
+                    .column(0)
+                    .as_primitive::<Int64Type>()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        (rows, s.metrics())
+    }
+
+    fn metric(m: &[(&'static str, u64)], key: &str) -> u64 {
+        m.iter().find(|(k, _)| *k == key).unwrap().1
+    }
+
+    fn index(kind: IndexKind, column: &str, payload: &[u8]) -> NewIndex {
+        NewIndex {
+            kind,
+            columns: vec![column.into()],
+            granularity: Granularity::RowGroup,
+            payload: payload.to_vec(),
+        }
+    }
+
+    #[test]
+    fn indexes_are_added_replaced_and_dropped_without_touching_the_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(dir.path());
+        let queries = ["k BETWEEN 1234 AND 1240", "s = 's4321'"];
+        let before: Vec<_> = queries.iter().map(|q| scan(&path, q)).collect();
+
+        let r = rewrite_indexes(
+            &path,
+            vec![
+                index(IndexKind::Distinct, "k", b"first"),
+                index(IndexKind::Bloom, "s", &[9u8; 1000]),
+            ],
+            &|_| false,
+        )
+        .unwrap();
+        assert_eq!(r.indexes.len(), 2);
+        assert!(r.bytes_after > r.bytes_before + 1000);
+        let listed = list_indexes(&path).unwrap();
+        assert_eq!(listed, r.indexes);
+        let file = LocalFile::open(&path, Arc::new(IoStats::default())).unwrap();
+        let body_end = footer_start(&file).unwrap();
+        assert_eq!(listed[0].read_payload(&file, body_end).unwrap(), b"first");
+
+        // The data, statistics, page index and blooms still serve every query the same way.
+        for (q, (rows, m)) in queries.iter().zip(&before) {
+            let (rows2, m2) = scan(&path, q);
+            assert_eq!(&rows2, rows, "{q}");
+            for key in [
+                "pages_pruned",
+                "row_groups_pruned_by_stats",
+                "row_groups_pruned_by_bloom",
+            ] {
+                assert_eq!(metric(&m2, key), metric(m, key), "{q}: {key}");
+            }
+        }
+
+        // Same identity replaces; the file does not grow by the old block.
+        let r2 = rewrite_indexes(
+            &path,
+            vec![index(IndexKind::Distinct, "k", b"second")],
+            &|_| false,
+        )
+        .unwrap();
+        assert_eq!(r2.indexes.len(), 2);
+        // One payload byte more, and locator offsets with other digits; not the old block.
+        assert!(
+            r2.bytes_after < r.bytes_after + 8,
+            "{} vs {}",
+            r2.bytes_after,
+            r.bytes_after
+        );
+        let file = LocalFile::open(&path, Arc::new(IoStats::default())).unwrap();
+        let body_end = footer_start(&file).unwrap();
+        let distinct = list_indexes(&path)
+            .unwrap()
+            .into_iter()
+            .find(|l| l.kind == "distinct");
+        assert_eq!(
+            distinct.unwrap().read_payload(&file, body_end).unwrap(),
+            b"second"
+        );
+
+        // Dropping everything leaves no index bytes behind (the footer is re-encoded, which
+        // may differ from the original writer's by a few bytes), and is stable.
+        let r3 = rewrite_indexes(&path, vec![], &|_| true).unwrap();
+        assert!(r3.indexes.is_empty());
+        assert!(
+            r3.bytes_after < r.bytes_before + 64,
+            "{} vs {}",
+            r3.bytes_after,
+            r.bytes_before
+        );
+        let r4 = rewrite_indexes(&path, vec![], &|_| true).unwrap();
+        assert_eq!(r4.bytes_after, r3.bytes_after);
+        assert_eq!(scan(&path, queries[1]).0, before[1].0);
+    }
+
+    #[test]
+    fn damaged_blocks_are_reported_and_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(dir.path());
+        let r = rewrite_indexes(
+            &path,
+            vec![index(IndexKind::Sketch, "k", &[1u8; 64])],
+            &|_| false,
+        )
+        .unwrap();
+        // Flip a byte inside the block's payload.
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[r.indexes[0].offset as usize + 20] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let file = LocalFile::open(&path, Arc::new(IoStats::default())).unwrap();
+        let body_end = footer_start(&file).unwrap();
+        assert!(matches!(
+            r.indexes[0].read_payload(&file, body_end),
+            Err(Error::InvalidIndex(_))
+        ));
+        let r2 =
+            rewrite_indexes(&path, vec![index(IndexKind::Bloom, "s", b"b")], &|_| false).unwrap();
+        assert_eq!(r2.dropped_damaged.len(), 1, "{:?}", r2.dropped_damaged);
+        assert_eq!(r2.indexes.len(), 1);
+        assert_eq!(scan(&path, "k = 7").0, vec![7]);
+    }
+}
