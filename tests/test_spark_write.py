@@ -136,3 +136,35 @@ def test_existing_output_is_refused_unless_overwritten(spark: Any, tmp_path: Pat
     assert not (out / "old.parquet").exists()
     assert spark.read.parquet(str(out)).count() == 10
     assert os.path.exists(out / "_SUCCESS")
+
+
+def test_cluster_by_keeps_every_column_tight(spark: Any, tmp_path: Path) -> None:
+    """A Z-order over two independent columns narrows the page ranges of both, where a sort
+    on one leaves the other spread over its whole range on every page."""
+    import random
+
+    import pqindex.spark
+
+    rng = random.Random(7)
+    rows = [(rng.randrange(1_000_000), rng.randrange(1_000_000)) for _ in range(40_000)]
+    df = spark.createDataFrame(rows, "x long, y long").repartition(2)
+
+    def mean_page_width(path: Path, column: str) -> float:
+        widths = []
+        for f in _files(path):
+            for p in pqindex.read_metadata(f).pages().to_pylist():
+                if p["column"] == column:
+                    widths.append(int(p["max"]) - int(p["min"]))
+        return sum(widths) / len(widths) / 1_000_000
+
+    pqindex.spark.write(df, tmp_path / "z", cluster_by=["x", "y"], page_row_limit=500)
+    pqindex.spark.write(df, tmp_path / "s", sort_within_partitions=["x"], page_row_limit=500)
+    assert spark.read.parquet(str(tmp_path / "z")).count() == len(rows)
+    z = mean_page_width(tmp_path / "z", "x"), mean_page_width(tmp_path / "z", "y")
+    s = mean_page_width(tmp_path / "s", "x"), mean_page_width(tmp_path / "s", "y")
+    assert s[1] > 0.9  # sorting by x leaves y spread over each page
+    assert max(z) < 0.35, (z, s)
+    with pytest.raises(pqindex.UnsupportedError):
+        pqindex.spark.write(
+            spark.createDataFrame([("a",)], "t string"), tmp_path / "bad", cluster_by=["t"]
+        )
