@@ -144,6 +144,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         pytest.skip("no Java: Spark cannot start")
     from pyspark.sql import SparkSession
 
+    # Python workers must run this interpreter (the one with pqindex installed), not
+    # whatever python3 comes first on PATH.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     session = (
         SparkSession.builder.master("local[2]")
