@@ -96,11 +96,15 @@ class SparkScan:
         if self._units.num_rows == 0:
             df = spark.createDataFrame([], self._read_schema)
         elif self.on_driver:
-            table = self._plan.to_arrow()
-            batches = [conform(b, target) for b in table.to_batches()]
             import pyarrow as pa
 
-            df = spark.createDataFrame(pa.Table.from_batches(batches, schema=target))
+            batches = [conform(b, target) for b in self._plan.to_arrow().to_batches()]
+            if batches:
+                # The Spark schema says what Arrow cannot: a naive timestamp is TIMESTAMP_NTZ.
+                table = pa.Table.from_batches(batches, schema=target)
+                df = spark.createDataFrame(table, schema=self._read_schema)
+            else:
+                df = spark.createDataFrame([], self._read_schema)
         else:
             df = self._distributed(target)
         if self._where is not None:
