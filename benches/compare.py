@@ -1,0 +1,1437 @@
+"""Peer comparison: the same selective queries over TPC-H lineitem through pqindex, pyarrow,
+DuckDB, DataFusion, polars and Spark, on five Parquet layouts.
+
+    python benches/compare.py [--sf 1] [--runs 5] [--engines pqindex,duckdb,...]
+        [--layouts sorted,...] [--queries 'point_*,full_scan*'] [--no-spark]
+        [--data-dir /tmp/pqindex-bench] [--out benches/results]
+
+Every figure is warm: one warm-up run per engine, layout and query, then ``--runs`` timed
+runs (median, min, max). Rows must agree across engines before a time counts; a disagreement
+is printed and recorded. Bytes are what each engine asked storage for in one run: pqindex's
+own ``bytes_read``; for in-process peers the growth of ``rchar`` in ``/proc/self/io`` (bytes
+returned by read-type system calls, page cache or not); for Spark the same growth in the
+driver JVM, whose threads are the local executors (see compare_spark_env for why not Spark's
+own input metrics). Data is generated once per scale factor under --data-dir and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import fnmatch
+import gc
+import hashlib
+import importlib.metadata
+import itertools
+import json
+import math
+import operator
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.compute as pc  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.dataset as ds  # type: ignore[import-untyped,unused-ignore]
+import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # compare_spark_env, run as a script
+
+import compare_spark_env as spark_env
+
+# ---------------------------------------------------------------------------------------------
+# Predicates: written once, translated for each engine.
+
+Value = int | str | Decimal | dt.date
+
+
+@dataclass(frozen=True)
+class Cmp:
+    column: str
+    op: str  # one of OPS
+    value: Value
+
+
+@dataclass(frozen=True)
+class Between:
+    column: str
+    low: Value
+    high: Value
+
+
+@dataclass(frozen=True)
+class In:
+    column: str
+    values: tuple[Value, ...]
+
+
+@dataclass(frozen=True)
+class And:
+    parts: tuple[Pred, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    parts: tuple[Pred, ...]
+
+
+Pred = Cmp | Between | In | And | Or
+
+OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "=": operator.eq,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+def sql_literal(value: Value) -> str:
+    """A literal every SQL dialect here reads the same way (DATE '...' for dates)."""
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    return str(value)
+
+
+def to_sql(pred: Pred) -> str:
+    """SQL text for pqindex, DuckDB, DataFusion and Spark."""
+    if isinstance(pred, Cmp):
+        return f"{pred.column} {pred.op} {sql_literal(pred.value)}"
+    if isinstance(pred, Between):
+        return f"{pred.column} BETWEEN {sql_literal(pred.low)} AND {sql_literal(pred.high)}"
+    if isinstance(pred, In):
+        return f"{pred.column} IN ({', '.join(sql_literal(v) for v in pred.values)})"
+    joiner = " AND " if isinstance(pred, And) else " OR "
+    return joiner.join(f"({to_sql(p)})" for p in pred.parts)
+
+
+def arrow_literal(value: Value) -> Any:
+    """Decimals and dates as typed scalars: pyarrow will not compare decimal128(15, 2) with
+    a plain int literal."""
+    return pa.scalar(value) if isinstance(value, Decimal | dt.date) else value
+
+
+def to_pyarrow(pred: Pred) -> Any:
+    """A pyarrow.dataset expression."""
+    if isinstance(pred, Cmp):
+        return OPS[pred.op](ds.field(pred.column), arrow_literal(pred.value))
+    if isinstance(pred, Between):
+        f = ds.field(pred.column)
+        return (f >= arrow_literal(pred.low)) & (f <= arrow_literal(pred.high))
+    if isinstance(pred, In):
+        return ds.field(pred.column).isin(list(pred.values))
+    combine = operator.and_ if isinstance(pred, And) else operator.or_
+    exprs = [to_pyarrow(p) for p in pred.parts]
+    out = exprs[0]
+    for expr in exprs[1:]:
+        out = combine(out, expr)
+    return out
+
+
+def to_polars(pred: Pred) -> Any:
+    """A polars expression."""
+    import polars as pl
+
+    if isinstance(pred, Cmp):
+        return OPS[pred.op](pl.col(pred.column), pred.value)
+    if isinstance(pred, Between):
+        return pl.col(pred.column).is_between(pred.low, pred.high)
+    if isinstance(pred, In):
+        return pl.col(pred.column).is_in(list(pred.values))
+    combine = operator.and_ if isinstance(pred, And) else operator.or_
+    exprs = [to_polars(p) for p in pred.parts]
+    out = exprs[0]
+    for expr in exprs[1:]:
+        out = combine(out, expr)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Queries
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    where: Pred | None
+    columns: tuple[str, ...] | None  # None: SELECT *
+
+    def select_list(self) -> str:
+        return ", ".join(self.columns) if self.columns else "*"
+
+    def sql_where(self) -> str | None:
+        return to_sql(self.where) if self.where is not None else None
+
+
+@dataclass(frozen=True)
+class Keys:
+    """Values read from the data, so every lookup hits existing rows."""
+
+    orderkey_point: int
+    partkey_point: int
+    orderkey_range: int
+    orderkey_in: tuple[int, ...]
+    orderkey_and: int
+    and_span: int
+    orderkey_or: int
+    partkey_or: int
+    comment: str
+
+
+NARROW = ("l_orderkey", "l_partkey", "l_extendedprice")
+WIDE_RANGE = (dt.date(1994, 1, 1), dt.date(1994, 8, 31))  # about 10% of lineitem
+DATE_EQ = dt.date(1995, 3, 15)
+
+
+def build_queries(keys: Keys) -> list[Query]:
+    """Each predicate with SELECT * and a narrow projection, except where * adds nothing but
+    bulk (the wide range and the full scan)."""
+    k = keys
+    preds: list[tuple[str, Pred | None, tuple[str, ...], bool]] = [
+        ("point_sorted", Cmp("l_orderkey", "=", k.orderkey_point), NARROW, True),
+        ("point_unsorted", Cmp("l_partkey", "=", k.partkey_point), NARROW, True),
+        (
+            "range_narrow",
+            Between("l_orderkey", k.orderkey_range, k.orderkey_range + 100),
+            NARROW,
+            True,
+        ),
+        (
+            "range_wide_date",
+            Between("l_shipdate", *WIDE_RANGE),
+            ("l_orderkey", "l_shipdate", "l_extendedprice"),
+            False,
+        ),
+        ("in_list", In("l_orderkey", k.orderkey_in), NARROW, True),
+        (
+            "and_multi",
+            And(
+                (
+                    Between("l_orderkey", k.orderkey_and, k.orderkey_and + k.and_span),
+                    Cmp("l_quantity", "<", Decimal(5)),
+                )
+            ),
+            ("l_orderkey", "l_quantity", "l_extendedprice"),
+            True,
+        ),
+        (
+            "or_two_columns",
+            Or((Cmp("l_orderkey", "=", k.orderkey_or), Cmp("l_partkey", "=", k.partkey_or))),
+            NARROW,
+            True,
+        ),
+        ("string_needle", Cmp("l_comment", "=", k.comment), ("l_orderkey", "l_comment"), True),
+        (
+            "date_eq",
+            Cmp("l_shipdate", "=", DATE_EQ),
+            ("l_orderkey", "l_shipdate", "l_extendedprice"),
+            True,
+        ),
+        ("full_scan", None, ("l_quantity", "l_extendedprice", "l_discount"), False),
+    ]
+    queries: list[Query] = []
+    for name, pred, narrow, with_star in preds:
+        if with_star:
+            queries.append(Query(f"{name}.star", pred, None))
+        queries.append(Query(f"{name}.narrow", pred, narrow))
+    return queries
+
+
+# ---------------------------------------------------------------------------------------------
+# Data: TPC-H lineitem and its layouts
+
+BLOOM_COLUMNS = ("l_orderkey", "l_partkey", "l_suppkey", "l_comment")
+PAGE_ROWS = 20_000
+ROW_GROUP_ROWS = 1_000_000
+SMALL_FILES = 2_000
+DONE = "_SUCCESS"  # Spark's marker; readers skip names starting with "_"
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    description: str
+    needs_spark: bool
+
+
+LAYOUTS = [
+    Layout(
+        "sorted",
+        "sorted by l_orderkey, pqindex.write: 1M-row row groups, 20,000-row pages, page index, "
+        "bloom filters on " + ", ".join(BLOOM_COLUMNS),
+        False,
+    ),
+    Layout("spark_plain", "as Spark writes it (parquet-mr defaults, df.write.parquet)", True),
+    Layout(
+        "spark_bloom",
+        "as Spark writes it, with parquet-mr bloom filters (default size) on "
+        + ", ".join(BLOOM_COLUMNS)
+        + " (parquet-mr leaves out the filter of a column chunk whose pages are all "
+        "dictionary-encoded)",
+        True,
+    ),
+    Layout(
+        "shuffled",
+        "rows shuffled, pqindex.write: 1M-row row groups, 20,000-row pages, page index, "
+        "bloom filters on " + ", ".join(BLOOM_COLUMNS),
+        False,
+    ),
+    Layout(
+        "small_files",
+        f"{SMALL_FILES:,} files split by l_orderkey range, pqindex.write, same options as sorted",
+        False,
+    ),
+]
+
+
+def generate_raw(root: Path, sf: float) -> Path:
+    """lineitem from tpchgen-cli (in l_orderkey order), generated once per scale factor."""
+    raw = root / "raw" / "lineitem.parquet"
+    if raw.exists():
+        return raw
+    print(f"generating TPC-H lineitem at SF{sf:g} ...", flush=True)
+    exe = shutil.which("tpchgen-cli") or str(Path(sys.executable).parent / "tpchgen-cli")
+    tmp = root / "raw.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    subprocess.run(
+        [exe, "parquet", "-s", f"{sf:g}", "--tables", "lineitem", "-o", str(tmp)], check=True
+    )
+    shutil.rmtree(root / "raw", ignore_errors=True)
+    tmp.rename(root / "raw")
+    return raw
+
+
+def plain_string_schema(schema: Any) -> Any:
+    """The schema with string_view as string: pyarrow 26 cannot filter string_view columns,
+    and a file's stored Arrow schema decides what pyarrow and pqindex hand back."""
+    return pa.schema(
+        [f.with_type(pa.string()) if f.type == pa.string_view() else f for f in schema]
+    )
+
+
+def batches(path: Path, schema: Any) -> Iterator[Any]:
+    """Record batches of a Parquet file, cast to ``schema``."""
+    source = pq.ParquetFile(path)
+    for batch in source.iter_batches(batch_size=65_536):
+        yield batch.cast(schema)
+
+
+def pqindex_write(data: Any, path: Path) -> None:
+    """One file written the way every pqindex layout here is written."""
+    import pqindex
+
+    pqindex.write(
+        data,
+        path,
+        row_group_size=ROW_GROUP_ROWS,
+        page_row_limit=PAGE_ROWS,
+        bloom_filter_columns=list(BLOOM_COLUMNS),
+    )
+
+
+def write_sorted(raw: Path, out: Path) -> None:
+    """tpchgen-cli already writes lineitem in l_orderkey order: stream it through."""
+    schema = plain_string_schema(pq.read_schema(raw))
+    pqindex_write(
+        pa.RecordBatchReader.from_batches(schema, batches(raw, schema)), out / "part-0.parquet"
+    )
+
+
+def write_shuffled(raw: Path, out: Path) -> None:
+    """Shuffle with DuckDB (ordered by a hash of the primary key, so reruns give the same
+    file and larger scale factors spill to disk), then rewrite with pqindex."""
+    import duckdb
+
+    schema = plain_string_schema(pq.read_schema(raw))
+    tmp = out / "_shuffled.tmp.parquet"
+    con = duckdb.connect()
+    con.execute(
+        f"COPY (SELECT * FROM read_parquet('{raw}') ORDER BY hash(l_orderkey, l_linenumber)) "
+        f"TO '{tmp}' (FORMAT parquet)"
+    )
+    con.close()
+    pqindex_write(
+        pa.RecordBatchReader.from_batches(schema, batches(tmp, schema)), out / "part-0.parquet"
+    )
+    tmp.unlink()
+
+
+def write_small_files(raw: Path, out: Path) -> None:
+    """Split the (l_orderkey-ordered) raw file into SMALL_FILES equal-width key ranges."""
+    schema = plain_string_schema(pq.read_schema(raw))
+    max_key = int(pc.max(pq.read_table(raw, columns=["l_orderkey"]).column(0)).as_py())
+    pending: list[Any] = []
+    current = 0
+
+    def flush() -> None:
+        if pending:
+            pqindex_write(
+                pa.Table.from_batches(pending, schema), out / f"part-{current:05d}.parquet"
+            )
+            pending.clear()
+
+    for batch in batches(raw, schema):
+        keys = batch.column("l_orderkey").to_numpy()
+        buckets = (keys - 1) * SMALL_FILES // max_key
+        if np.any(np.diff(buckets) < 0):
+            raise SystemExit("raw lineitem is not ordered by l_orderkey")
+        start = 0
+        for end in [*(np.flatnonzero(np.diff(buckets)) + 1).tolist(), len(keys)]:
+            bucket = int(buckets[start])
+            if bucket != current:
+                flush()
+                current = bucket
+            pending.append(batch.slice(start, end - start))
+            start = end
+    flush()
+
+
+def build_layout(layout: Layout, raw: Path, root: Path, spark: Any) -> Path:
+    """The layout's directory, written once and reused while its marker file exists."""
+    out = root / layout.name
+    if (out / DONE).exists():
+        return out
+    print(f"writing layout {layout.name} ...", flush=True)
+    tmp = root / f"{layout.name}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    start = time.perf_counter()
+    if layout.needs_spark:
+        bloom = BLOOM_COLUMNS if layout.name == "spark_bloom" else ()
+        spark_env.write_spark_layout(spark, raw, tmp, bloom)
+    else:
+        tmp.mkdir(parents=True)
+        writers = {
+            "sorted": write_sorted,
+            "shuffled": write_shuffled,
+            "small_files": write_small_files,
+        }
+        writers[layout.name](raw, tmp)
+        (tmp / DONE).touch()
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    print(f"  {layout.name} written in {time.perf_counter() - start:.1f} s", flush=True)
+    return out
+
+
+def data_files(path: Path) -> list[Path]:
+    """The Parquet files of a layout, by Spark's rules (no _ or . prefixes)."""
+    return sorted(p for p in path.glob("*.parquet") if not p.name.startswith(("_", ".")))
+
+
+def describe_files(path: Path) -> dict[str, Any]:
+    """File count, bytes, row groups, and which columns carry bloom filters and a page index
+    (from the footers), so the report shows what each reader had to work with."""
+    import pqindex
+
+    files = data_files(path)
+    blooms: set[str] = set()
+    page_index = False
+    row_groups = 0
+    for f in files:
+        meta = pqindex.read_metadata(f)
+        row_groups += meta.num_row_groups
+        if f == files[0]:
+            columns = meta.columns().to_pylist()
+            blooms = {c["column"] for c in columns if c["has_bloom_filter"]}
+            page_index = any(c["has_page_index"] for c in columns)
+    return {
+        "files": len(files),
+        "bytes": sum(f.stat().st_size for f in files),
+        "row_groups": row_groups,
+        "bloom_filter_columns": sorted(blooms),
+        "page_index": page_index,
+    }
+
+
+def pick_keys(raw: Path) -> Keys:
+    """Read existing values at fixed fractions of the (l_orderkey-ordered) raw file."""
+    source = pq.ParquetFile(raw)
+    meta = source.metadata
+    starts = list(
+        itertools.accumulate(
+            (meta.row_group(i).num_rows for i in range(meta.num_row_groups)), initial=0
+        )
+    )
+    cache: dict[int, Any] = {}
+
+    def row(fraction: float) -> dict[str, Any]:
+        index = int(fraction * (meta.num_rows - 1))
+        group = next(i for i in range(meta.num_row_groups) if starts[i + 1] > index)
+        if group not in cache:
+            cache[group] = source.read_row_group(
+                group, columns=["l_orderkey", "l_partkey", "l_comment"]
+            )
+        values: dict[str, Any] = cache[group].slice(index - starts[group], 1).to_pylist()[0]
+        return values
+
+    max_key = int(row(1.0)["l_orderkey"])
+    return Keys(
+        orderkey_point=row(0.42)["l_orderkey"],
+        partkey_point=row(0.73)["l_partkey"],
+        orderkey_range=row(0.31)["l_orderkey"],
+        orderkey_in=tuple(row(0.05 + i / 10)["l_orderkey"] for i in range(10)),
+        orderkey_and=row(0.55)["l_orderkey"],
+        and_span=max_key // 20,
+        orderkey_or=row(0.12)["l_orderkey"],
+        partkey_or=row(0.88)["l_partkey"],
+        comment=row(0.5)["l_comment"],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurement
+
+
+def loadavg() -> float:
+    """The 1-minute load average, kept with each figure to tell a busy machine apart."""
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def rchar() -> int:
+    """Bytes this process has read through read-type system calls so far."""
+    with open("/proc/self/io") as f:
+        for line in f:
+            if line.startswith("rchar:"):
+                return int(line.split()[1])
+    raise RuntimeError("/proc/self/io has no rchar")
+
+
+def rchar_overhead() -> int:
+    """What reading /proc/self/io itself adds to rchar, subtracted from every delta."""
+    deltas = []
+    for _ in range(5):
+        before = rchar()
+        deltas.append(rchar() - before)
+    return min(deltas)
+
+
+RCHAR_OVERHEAD = rchar_overhead()
+
+
+@dataclass
+class Run:
+    seconds: float
+    table: Any
+    bytes_read: int | None
+    rchar: int | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+class Meter:
+    """Wall time and rchar growth of the code inside ``with Meter() as m:``."""
+
+    seconds = 0.0
+    read = 0
+
+    def __enter__(self) -> Meter:
+        self._rchar = rchar()
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds = time.perf_counter() - self._start
+        self.read = rchar() - self._rchar - RCHAR_OVERHEAD
+
+
+# ---------------------------------------------------------------------------------------------
+# Engines: ``open`` once per layout, ``prepare`` once per query (work that is not timed), then
+# the returned callable runs the query once and is timed.
+
+
+class Engine:
+    name: ClassVar[str]
+    needs_spark: ClassVar[bool] = False
+    bytes_source: ClassVar[str]
+
+    def unavailable(self) -> str | None:
+        """Why this engine cannot run here, or None."""
+        return None
+
+    def open(self, path: Path, layout: str) -> None:
+        self.path = path
+        self.layout = layout
+
+    def prepare(self, query: Query) -> Callable[[], Run]:
+        raise NotImplementedError
+
+
+class Pqindex(Engine):
+    name = "pqindex"
+    bytes_source = "Scan.metrics()['bytes_read'] (rchar kept in the JSON as a cross-check)"
+
+    def prepare(self, query: Query) -> Callable[[], Run]:
+        import pqindex
+
+        where = query.sql_where()
+        columns = list(query.columns) if query.columns else None
+
+        def run() -> Run:
+            with Meter() as m:
+                scan = pqindex.scan(self.path, where=where, columns=columns)
+                table = scan.to_arrow()
+            metrics = scan.metrics()
+            return Run(m.seconds, table, int(metrics["bytes_read"]), m.read, dict(metrics))
+
+        return run
+
+
+class Pyarrow(Engine):
+    name = "pyarrow"
+    bytes_source = "rchar delta"
+
+    def prepare(self, query: Query) -> Callable[[], Run]:
+        filters = to_pyarrow(query.where) if query.where is not None else None
+        columns = list(query.columns) if query.columns else None
+
+        def run() -> Run:
+            with Meter() as m:
+                table = pq.read_table(self.path, filters=filters, columns=columns)
+            return Run(m.seconds, table, m.read, m.read)
+
+        return run
+
+
+class Duckdb(Engine):
+    name = "duckdb"
+    bytes_source = "rchar delta"
+
+    def __init__(self) -> None:
+        import duckdb
+
+        self.con = duckdb.connect()
+
+    def prepare(self, query: Query) -> Callable[[], Run]:
+        sql = f"SELECT {query.select_list()} FROM read_parquet('{self.path}/*.parquet')"
+        if query.where is not None:
+            sql += f" WHERE {query.sql_where()}"
+
+        def run() -> Run:
+            with Meter() as m:
+                table = self.con.sql(sql).to_arrow_table()
+            return Run(m.seconds, table, m.read, m.read)
+
+        return run
+
+
+class Datafusion(Engine):
+    name = "datafusion"
+    bytes_source = "rchar delta"
+
+    def __init__(self) -> None:
+        from datafusion import SessionConfig, SessionContext
+
+        config = (
+            SessionConfig()
+            .set("datafusion.execution.parquet.pushdown_filters", "true")
+            .set("datafusion.execution.parquet.reorder_filters", "true")
+        )
+        self.ctx = SessionContext(config)
+
+    def open(self, path: Path, layout: str) -> None:
+        super().open(path, layout)
+        self.table = f"lineitem_{layout}"
+        if not self.ctx.table_exist(self.table):
+            self.ctx.register_parquet(self.table, str(path))
+
+    def prepare(self, query: Query) -> Callable[[], Run]:
+        sql = f"SELECT {query.select_list()} FROM {self.table}"
+        if query.where is not None:
+            sql += f" WHERE {query.sql_where()}"
+
+        def run() -> Run:
+            with Meter() as m:
+                table = self.ctx.sql(sql).to_arrow_table()
+            return Run(m.seconds, table, m.read, m.read)
+
+        return run
+
+
+class Polars(Engine):
+    name = "polars"
+    bytes_source = "rchar delta"
+
+    def prepare(self, query: Query) -> Callable[[], Run]:
+        import polars as pl
+
+        glob = f"{self.path}/*.parquet"
+        where = to_polars(query.where) if query.where is not None else None
+        columns = list(query.columns) if query.columns else None
+
+        def run() -> Run:
+            with Meter() as m:
+                frame = pl.scan_parquet(glob)
+                if where is not None:
+                    frame = frame.filter(where)
+                if columns is not None:
+                    frame = frame.select(columns)
+                result = frame.collect()
+            return Run(m.seconds, result.to_arrow(), m.read, m.read)
+
+        return run
+
+
+class SparkEngine(Engine):
+    """Spark's own reader. Timed: building the DataFrame (file listing, schema, analysis) and
+    ``toArrow()``; the JSON keeps the two parts apart (``dataframe_ms``, ``action_ms``)."""
+
+    name = "spark"
+    needs_spark = True
+    bytes_source = (
+        "rchar delta of the driver JVM (Spark's task input metrics, which miss vectored "
+        "reads, are in the JSON as input_bytes)"
+    )
+    spark: Any = None
+    runs = 0
+
+    def unavailable(self) -> str | None:
+        return None if self.spark is not None else "Spark not started (--no-spark)"
+
+    def dataframe(self, query: Query) -> tuple[Any, Any]:
+        """The DataFrame, and the object that reports pqindex metrics (none here)."""
+        df = self.spark.read.parquet(str(self.path))
+        if query.where is not None:
+            df = df.where(query.sql_where())
+        if query.columns:
+            df = df.select(*query.columns)
+        return df, None
+
+    def prepare(self, query: Query) -> Callable[[], Run]:
+        meter = spark_env.SparkInputBytes(self.spark)
+        jvm = spark_env.jvm_pid(self.spark)
+
+        def run() -> Run:
+            SparkEngine.runs += 1
+            group = f"compare-{SparkEngine.runs}"
+            meter.set_group(group)
+            workers = spark_env.python_worker_rchar()
+            jvm_before = spark_env.rchar_of(jvm)
+            start = time.perf_counter()
+            df, scan = self.dataframe(query)
+            built = time.perf_counter()
+            table = df.toArrow()
+            end = time.perf_counter()
+            metrics: dict[str, Any] = {
+                "dataframe_ms": (built - start) * 1000,
+                "action_ms": (end - built) * 1000,
+                "jvm_rchar": spark_env.rchar_of(jvm) - jvm_before,
+                "worker_rchar": spark_env.worker_rchar_delta(
+                    workers, spark_env.python_worker_rchar()
+                ),
+                "input_bytes": meter.bytes_for_group(group),
+            }
+            if scan is not None:
+                metrics["pqindex"] = dict(scan.metrics())
+                metrics["on_driver"] = getattr(scan, "on_driver", None)
+            return Run(end - start, table, self.bytes_of(metrics), None, metrics)
+
+        return run
+
+    def bytes_of(self, metrics: dict[str, Any]) -> int | None:
+        """Which of the measured figures stands for the bytes this engine read."""
+        return int(metrics["jvm_rchar"])
+
+
+# ----- pqindex via Spark ---------------------------------------------------------------------
+# Slot for ``pqindex.spark``, skipped while it is not importable. ``plan(spark, source,
+# where=..., columns=...)`` plans on the driver (and reads there too when the selection is
+# small), ``to_df()`` gives the DataFrame and ``metrics()["bytes_read"]`` what the driver and
+# the executors fetched. With only ``read(...)`` (a DataFrame), bytes fall back to the rchar
+# growth of the PySpark Python workers, which misses reads on the driver.
+
+
+class PqindexSpark(SparkEngine):
+    name = "pqindex_spark"
+    bytes_source = (
+        "pqindex.spark plan metrics()['bytes_read'] (driver and executors; "
+        "else rchar delta of the PySpark Python workers)"
+    )
+
+    def unavailable(self) -> str | None:
+        try:
+            import pqindex.spark  # type: ignore[import-not-found,unused-ignore]
+        except ImportError as e:
+            return f"pqindex.spark not importable ({e})"
+        if not hasattr(pqindex.spark, "plan") and not hasattr(pqindex.spark, "read"):
+            return "pqindex.spark has neither plan() nor read()"
+        return super().unavailable()
+
+    def dataframe(self, query: Query) -> tuple[Any, Any]:
+        import pqindex.spark  # type: ignore[import-not-found,unused-ignore]
+
+        columns = list(query.columns) if query.columns else None
+        args = (self.spark, str(self.path))
+        if hasattr(pqindex.spark, "plan"):
+            scan = pqindex.spark.plan(*args, where=query.sql_where(), columns=columns)
+            return scan.to_df(), scan
+        return pqindex.spark.read(*args, where=query.sql_where(), columns=columns), None
+
+    def bytes_of(self, metrics: dict[str, Any]) -> int | None:
+        if "pqindex" in metrics:
+            return int(metrics["pqindex"]["bytes_read"])
+        return int(metrics["worker_rchar"])
+
+
+ENGINES: dict[str, type[Engine]] = {
+    e.name: e for e in (Pqindex, Pyarrow, Duckdb, Datafusion, Polars, SparkEngine, PqindexSpark)
+}
+PQINDEX_ENGINES = {"pqindex", "pqindex_spark"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Running and checking
+
+SMALL_RESULT = 2_000  # results up to this many rows are compared row by row
+
+
+@dataclass
+class Cell:
+    layout: str
+    query: str
+    engine: str
+    seconds: list[float] = field(default_factory=list)
+    warmup_seconds: float | None = None
+    bytes_runs: list[int | None] = field(default_factory=list)
+    rchar_runs: list[int | None] = field(default_factory=list)
+    rows: int | None = None
+    fingerprint: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    skipped: str | None = None
+    mismatch: bool = False
+    loadavg: float | None = None  # 1-minute load when the cell started: other work on the box
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.skipped is None and bool(self.seconds)
+
+    def median_ms(self) -> float:
+        return statistics.median(self.seconds) * 1000
+
+    def bytes_read(self) -> int | None:
+        known = [b for b in self.bytes_runs if b is not None]
+        return int(statistics.median(known)) if known else None
+
+
+def normal(value: Any) -> Any:
+    """A value as every engine's Arrow output agrees on it (decimal scale, string flavour)."""
+    if isinstance(value, Decimal):
+        return format(value.normalize(), "f")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+def fingerprint(table: Any) -> str:
+    """Row count plus the sorted rows (small results) or the column sums (large ones)."""
+    names = sorted(table.column_names)
+    table = table.select(names)
+    if table.num_rows <= SMALL_RESULT:
+        rows = sorted(
+            (tuple(normal(v) for v in row.values()) for row in table.to_pylist()), key=repr
+        )
+        body = repr(rows)
+    else:
+        sums = {}
+        for name in names:
+            column = table.column(name)
+            if pa.types.is_integer(column.type) or pa.types.is_decimal(column.type):
+                sums[name] = normal(pc.sum(column).as_py())
+        body = repr(sorted(sums.items()))
+    digest = hashlib.sha256(body.encode()).hexdigest()[:16]
+    return f"{table.num_rows}:{digest}"
+
+
+@dataclass
+class Trial:
+    """One engine's query in flight: the cell it fills, its action and its latest run."""
+
+    cell: Cell
+    engine: Engine
+    action: Callable[[], Run] | None = None
+    last: Run | None = None
+
+
+def attempt(trial: Trial, step: Callable[[Trial], None]) -> None:
+    """Run one step of a trial; an error is recorded in its cell and ends the trial."""
+    if trial.cell.error is not None or trial.cell.skipped is not None:
+        return
+    try:
+        step(trial)
+    except Exception as e:
+        trial.cell.error = f"{type(e).__name__}: {(str(e).splitlines() or [''])[0]}"[:300]
+        trial.last = None
+
+
+def warm_up(trial: Trial, query: Query) -> None:
+    trial.action = trial.engine.prepare(query)
+    trial.last = trial.action()
+    trial.cell.warmup_seconds = trial.last.seconds
+
+
+def timed_run(trial: Trial) -> None:
+    assert trial.action is not None
+    trial.last = None  # free the previous result before the next run allocates its own
+    gc.collect()
+    run = trial.action()
+    trial.last = run
+    trial.cell.seconds.append(run.seconds)
+    trial.cell.bytes_runs.append(run.bytes_read)
+    trial.cell.rchar_runs.append(run.rchar)
+
+
+def finish(trial: Trial) -> None:
+    assert trial.last is not None
+    trial.cell.rows = trial.last.table.num_rows
+    trial.cell.fingerprint = fingerprint(trial.last.table)
+    trial.cell.metrics = trial.last.metrics
+    trial.last = None
+
+
+def measure(trials: list[Trial], query: Query, runs: int) -> None:
+    """A warm-up per engine, then the timed runs round-robin, starting each round with the
+    next engine, so that load from other work on the machine falls on all engines alike."""
+    for trial in trials:
+        attempt(trial, lambda t: warm_up(t, query))
+    for r in range(runs):
+        shift = r % max(1, len(trials))
+        for trial in trials[shift:] + trials[:shift]:
+            attempt(trial, timed_run)
+    for trial in trials:
+        attempt(trial, finish)
+
+
+def check_agreement(cells: list[Cell]) -> None:
+    """Mark cells whose result differs from the majority (DuckDB breaks ties)."""
+    done = [c for c in cells if c.ok and c.fingerprint is not None]
+    votes = Counter(c.fingerprint for c in done)
+    if len(votes) <= 1:
+        return
+    top = max(votes.values())
+    leaders = [fp for fp, n in votes.items() if n == top]
+    duck = next((c.fingerprint for c in done if c.engine == "duckdb"), None)
+    agreed = duck if duck in leaders else leaders[0]
+    for c in done:
+        if c.fingerprint != agreed:
+            c.mismatch = True
+            print(
+                f"!!! ROW MISMATCH !!! {c.layout} {c.query} {c.engine}: {c.rows} rows "
+                f"({c.fingerprint}), majority {agreed}",
+                flush=True,
+            )
+
+
+def progress(cell: Cell) -> None:
+    if cell.skipped:
+        return
+    if cell.error:
+        print(f"  {cell.engine:14} ERROR {cell.error}", flush=True)
+        return
+    b = cell.bytes_read()
+    print(
+        f"  {cell.engine:14} {cell.median_ms():10.1f} ms  [{min(cell.seconds) * 1000:.1f}-"
+        f"{max(cell.seconds) * 1000:.1f}]  {cell.rows:>9,} rows  "
+        f"{human_bytes(b):>10}",
+        flush=True,
+    )
+
+
+def run_all(
+    layouts: dict[str, Path], queries: list[Query], engines: list[Engine], runs: int
+) -> list[Cell]:
+    cells: list[Cell] = []
+    for layout, path in layouts.items():
+        for engine in engines:
+            if engine.unavailable() is None:
+                engine.open(path, layout)
+        for query in queries:
+            print(f"{layout} / {query.name}: {query.sql_where() or '(no predicate)'}", flush=True)
+            row: list[Cell] = []
+            trials: list[Trial] = []
+            for engine in engines:
+                cell = Cell(layout, query.name, engine.name, loadavg=loadavg())
+                cell.skipped = engine.unavailable()
+                row.append(cell)
+                trials.append(Trial(cell, engine))
+            measure(trials, query, runs)
+            for cell in row:
+                progress(cell)
+            check_agreement(row)
+            cells.extend(row)
+    return cells
+
+
+# ---------------------------------------------------------------------------------------------
+# Reporting
+
+
+def human_bytes(n: int | None) -> str:
+    if n is None:
+        return "n/a"
+    value = float(n)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.3g} {unit}"
+        value /= 1000
+    raise AssertionError
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def fmt_ms(ms: float) -> str:
+    return f"{ms:.3g}" if ms < 100 else f"{ms:.0f}"
+
+
+def machine() -> dict[str, Any]:
+    """CPU, cores, memory and load, from /proc."""
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    mem_kb = next(
+        int(line.split()[1])
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal:")
+    )
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem_kb / 1024**2, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "loadavg": Path("/proc/loadavg").read_text().split()[:3],
+    }
+
+
+def versions() -> dict[str, str]:
+    found = {}
+    for package in (
+        "pqindex",
+        "pyarrow",
+        "duckdb",
+        "datafusion",
+        "polars",
+        "pyspark",
+        "tpchgen-cli",
+    ):
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = "not installed"
+    return found
+
+
+def peers(cells: list[Cell]) -> list[Cell]:
+    """Peer cells that count: finished and agreeing with the majority."""
+    return [c for c in cells if c.engine not in PQINDEX_ENGINES and c.ok and not c.mismatch]
+
+
+@dataclass
+class Comparison:
+    layout: str
+    query: str
+    pqindex_ms: float
+    fastest: str
+    fastest_ms: float
+    pqindex_bytes: int | None
+    fewest: str | None
+    fewest_bytes: int | None
+
+    @property
+    def time_ratio(self) -> float:
+        return self.pqindex_ms / self.fastest_ms
+
+    @property
+    def bytes_ratio(self) -> float | None:
+        if self.pqindex_bytes is None or not self.fewest_bytes:
+            return None
+        return self.pqindex_bytes / self.fewest_bytes
+
+
+def compare(cells: list[Cell]) -> list[Comparison]:
+    """pqindex against the fastest and the most frugal peer, per layout and query."""
+    out = []
+    for (layout, query), group in itertools.groupby(cells, key=lambda c: (c.layout, c.query)):
+        row = list(group)
+        mine = next((c for c in row if c.engine == "pqindex" and c.ok), None)
+        others = peers(row)
+        if mine is None or not others:
+            continue
+        fastest = min(others, key=Cell.median_ms)
+        with_bytes = [c for c in others if c.bytes_read() is not None]
+        fewest = min(with_bytes, key=lambda c: c.bytes_read() or 0) if with_bytes else None
+        out.append(
+            Comparison(
+                layout,
+                query,
+                mine.median_ms(),
+                fastest.engine,
+                fastest.median_ms(),
+                mine.bytes_read(),
+                fewest.engine if fewest else None,
+                fewest.bytes_read() if fewest else None,
+            )
+        )
+    return out
+
+
+def load_text(cells: list[Cell], cores: int) -> str:
+    """Load during the run, with a warning when other work competed for the cores."""
+    loads = sorted(c.loadavg for c in cells if c.loadavg is not None)
+    if not loads:
+        return "n/a"
+    text = f"median {statistics.median(loads):.2f}, max {loads[-1]:.2f}"
+    if statistics.median(loads) > cores:
+        text += f" (more than {cores} cores: other work shared the machine, times are inflated)"
+    return text
+
+
+def geomean(values: Sequence[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else math.nan
+
+
+def cell_text(cell: Cell | None) -> str:
+    if cell is None:
+        return ""
+    if cell.skipped:
+        return "skipped"
+    if cell.error:
+        return f"**ERROR** {cell.error[:80]}"
+    ms = [s * 1000 for s in cell.seconds]
+    text = (
+        f"{fmt_ms(cell.median_ms())} [{fmt_ms(min(ms))}-{fmt_ms(max(ms))}]"
+        f"<br>{human_bytes(cell.bytes_read())}<br>{cell.rows:,} rows"
+    )
+    return f"**MISMATCH** {text}" if cell.mismatch else text
+
+
+def markdown(
+    cells: list[Cell],
+    context: dict[str, Any],
+    engines: list[str],
+    queries: list[Query],
+) -> str:
+    sf = context["sf"]
+    lines = [f"# pqindex and its peers on TPC-H lineitem, SF{sf:g}", ""]
+    m = context["machine"]
+    lines += [
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB RAM, "
+        f"Linux {m['kernel']}, Python {m['python']}. Load average at start "
+        f"{' '.join(m['loadavg'])}, at end {' '.join(context['loadavg_end'])}; "
+        f"1-minute load sampled per cell: {load_text(cells, m['cores'])}.",
+        "",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in context["versions"].items()) + ".",
+        "",
+        f"Command: `{context['command']}` ({context['total_seconds'] / 60:.1f} min in all, "
+        f"{context['started']}).",
+        "",
+        f"Each cell: median wall time in ms over {plural(context['runs'], 'warm run')} "
+        "[min-max], after one warm-up run; bytes requested from storage in one run (median); "
+        "rows returned. "
+        "Warm means the OS page cache holds the files and each engine keeps whatever it caches "
+        "between queries (pqindex its parsed footers and page indexes). Times include planning "
+        "and materialising the result as Arrow (polars: a DataFrame); for the Spark engines, "
+        "building the DataFrame (listing, schema, analysis; pqindex.spark also plans, and "
+        "reads small selections on the driver, there) plus `toArrow()` (the JSON keeps "
+        "`dataframe_ms` and `action_ms` apart).",
+        "",
+        "Bytes: "
+        + "; ".join(f"{name}: {ENGINES[name].bytes_source}" for name in engines)
+        + ". rchar counts what read-type system calls returned, so the page cache does not "
+        "hide it; mmap-ed reads would not be counted.",
+        "",
+        "## Layouts",
+        "",
+    ]
+    for name, info in context["layouts"].items():
+        lines.append(
+            f"- **{name}**: {info['description']}. {plural(info['files'], 'file')}, "
+            f"{human_bytes(info['bytes'])}, {info['row_groups']:,} row groups; bloom filters "
+            "(first file): "
+            f"{', '.join(info['bloom_filter_columns']) or 'none'}; page index: "
+            f"{'yes' if info['page_index'] else 'no'}."
+        )
+    lines += ["", "## Queries", ""]
+    for q in queries:
+        where = f" WHERE {q.sql_where()}" if q.where is not None else ""
+        lines.append(f"- `{q.name}`: `SELECT {q.select_list()} FROM lineitem{where}`")
+    lines += ["", "## Results", ""]
+    lines.append("| layout | query | " + " | ".join(engines) + " |")
+    lines.append("|---|---|" + "---:|" * len(engines))
+    index = {(c.layout, c.query, c.engine): c for c in cells}
+    for (layout, query), _ in itertools.groupby(cells, key=lambda c: (c.layout, c.query)):
+        texts = [cell_text(index.get((layout, query, e))) for e in engines]
+        lines.append(f"| {layout} | {query} | " + " | ".join(texts) + " |")
+    lines += summary(cells)
+    return "\n".join(lines) + "\n"
+
+
+def summary(cells: list[Cell]) -> list[str]:
+    rows = compare(cells)
+    lines = [
+        "",
+        "## Summary: pqindex against the fastest peer and the fewest-bytes peer",
+        "",
+        "Ratios are pqindex / peer (below 1: pqindex faster or reads less). Peers whose rows "
+        "disagree with the majority do not count.",
+        "",
+        "| layout | query | pqindex ms | fastest peer | peer ms | time ratio | pqindex bytes "
+        "| fewest-bytes peer | peer bytes | bytes ratio |",
+        "|---|---|---:|---|---:|---:|---:|---|---:|---:|",
+    ]
+    for r in rows:
+        br = r.bytes_ratio
+        lines.append(
+            f"| {r.layout} | {r.query} | {fmt_ms(r.pqindex_ms)} | {r.fastest} | "
+            f"{fmt_ms(r.fastest_ms)} | {r.time_ratio:.2f} | {human_bytes(r.pqindex_bytes)} | "
+            f"{r.fewest or 'n/a'} | {human_bytes(r.fewest_bytes)} | "
+            f"{'n/a' if br is None else f'{br:.2f}'} |"
+        )
+    lines += ["", "Geometric mean of the time ratio (and of the bytes ratio):", ""]
+    for layout in dict.fromkeys(r.layout for r in rows):
+        part = [r for r in rows if r.layout == layout]
+        lines.append(f"- {layout}: {geomean_text(part)}")
+    lines.append(f"- all: {geomean_text(rows)}")
+    slower = [r for r in rows if r.time_ratio > 1]
+    heavier = [r for r in rows if (r.bytes_ratio or 0) > 1]
+    lines += ["", f"pqindex slower than the fastest peer: {len(slower)} of {len(rows)}", ""]
+    lines += [
+        f"- {r.layout} {r.query}: {fmt_ms(r.pqindex_ms)} ms vs {r.fastest} "
+        f"{fmt_ms(r.fastest_ms)} ms (x{r.time_ratio:.2f})"
+        for r in slower
+    ]
+    lines += ["", f"pqindex reads more bytes than the fewest-bytes peer: {len(heavier)}", ""]
+    lines += [
+        f"- {r.layout} {r.query}: {human_bytes(r.pqindex_bytes)} vs {r.fewest} "
+        f"{human_bytes(r.fewest_bytes)} (x{r.bytes_ratio or 0:.2f})"
+        for r in heavier
+    ]
+    lines += spark_summary(cells)
+    problems = [c for c in cells if c.mismatch or c.error]
+    lines += ["", f"Row mismatches and errors: {len(problems)}", ""]
+    lines += [
+        f"- {c.layout} {c.query} {c.engine}: "
+        + (f"MISMATCH, {c.rows} rows ({c.fingerprint})" if c.mismatch else f"{c.error}")
+        for c in problems
+    ]
+    skipped = sorted({(c.engine, c.skipped) for c in cells if c.skipped})
+    if skipped:
+        lines += ["", "Skipped: " + "; ".join(f"{e} ({why})" for e, why in skipped)]
+    return lines
+
+
+def spark_summary(cells: list[Cell]) -> list[str]:
+    """pqindex via Spark against Spark's own reader, when both ran."""
+    index = {(c.layout, c.query, c.engine): c for c in cells}
+    pairs = [
+        (c, index.get((c.layout, c.query, "spark")))
+        for c in cells
+        if c.engine == "pqindex_spark" and c.ok and not c.mismatch
+    ]
+    rows = [(mine, spark) for mine, spark in pairs if spark is not None and spark.ok]
+    if not rows:
+        return []
+    lines = ["", "pqindex via Spark against Spark's reader (time ratio):", ""]
+    lines += [
+        f"- {m.layout} {m.query}: {fmt_ms(m.median_ms())} ms vs {fmt_ms(s.median_ms())} ms "
+        f"(x{m.median_ms() / s.median_ms():.2f})"
+        for m, s in rows
+    ]
+    ratios = [m.median_ms() / s.median_ms() for m, s in rows]
+    return [*lines, f"- geometric mean: x{geomean(ratios):.2f} over {len(rows)} queries"]
+
+
+def geomean_text(rows: list[Comparison]) -> str:
+    times = geomean([r.time_ratio for r in rows])
+    ratios = [b for r in rows if (b := r.bytes_ratio) is not None and b > 0]
+    return f"time x{times:.2f}, bytes x{geomean(ratios):.2f} over {len(rows)} queries"
+
+
+def chart(cells: list[Cell], engines: list[str], path: Path, title: str) -> None:
+    """Median times on a log scale: one panel per layout, one bar per engine and query."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    layouts = list(dict.fromkeys(c.layout for c in cells))
+    queries = list(dict.fromkeys(c.query for c in cells))
+    index = {(c.layout, c.query, c.engine): c for c in cells}
+    fig, axes = plt.subplots(
+        len(layouts),
+        1,
+        figsize=(max(12, len(queries) * 1.1), 3.6 * len(layouts)),
+        squeeze=False,
+        sharey=True,
+    )
+    width = 0.8 / max(1, len(engines))
+    for ax, layout in zip(axes[:, 0], layouts, strict=True):
+        for i, engine in enumerate(engines):
+            xs, ys = [], []
+            for j, query in enumerate(queries):
+                c = index.get((layout, query, engine))
+                if c is not None and c.ok:
+                    xs.append(j + (i - (len(engines) - 1) / 2) * width)
+                    ys.append(c.median_ms())
+            ax.bar(xs, ys, width, label=engine, color=f"C{i}")
+        ax.set_yscale("log")
+        ax.set_ylabel("median ms")
+        ax.set_title(layout, loc="left", fontsize=10)
+        ax.set_xticks(range(len(queries)))
+        ax.set_xticklabels(queries, rotation=30, ha="right", fontsize=8)
+        ax.grid(axis="y", which="both", alpha=0.3)
+    axes[0, 0].legend(ncols=len(engines), fontsize=8, loc="upper left")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    here = Path(__file__).resolve().parent
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
+    p.add_argument("--runs", type=int, default=5, help="timed warm runs per cell (default 5)")
+    p.add_argument("--engines", default=",".join(ENGINES), help="comma list: " + ",".join(ENGINES))
+    p.add_argument(
+        "--layouts",
+        default=",".join(layout.name for layout in LAYOUTS),
+        help="comma list of layouts",
+    )
+    p.add_argument("--queries", default="*", help="comma list of query names or globs")
+    p.add_argument("--no-spark", action="store_true", help="skip Spark layouts and engines")
+    p.add_argument("--data-dir", type=Path, default=Path("/tmp/pqindex-bench"))
+    p.add_argument("--out", type=Path, default=here / "results")
+    p.add_argument("--spark-memory", default="6g", help="spark.driver.memory (default 6g)")
+    return p.parse_args(argv)
+
+
+def chosen(names: str, known: Sequence[str], what: str) -> list[str]:
+    picked = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in picked if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown {what}: {', '.join(unknown)} (known: {', '.join(known)})")
+    return picked
+
+
+def select_layouts(names: str, no_spark: bool) -> list[Layout]:
+    """The layouts asked for, without the Spark-written ones under --no-spark."""
+    picked = chosen(names, [layout.name for layout in LAYOUTS], "layouts")
+    return [
+        layout
+        for layout in LAYOUTS
+        if layout.name in picked and not (no_spark and layout.needs_spark)
+    ]
+
+
+def select_queries(patterns: str, keys: Keys) -> list[Query]:
+    """Queries whose name matches a glob, or whose base name (before the dot) is given."""
+    globs = [p.strip() for p in patterns.split(",") if p.strip()]
+    return [
+        q
+        for q in build_queries(keys)
+        if any(fnmatch.fnmatch(q.name, g) or q.name.startswith(g + ".") for g in globs)
+    ]
+
+
+def needs_spark(layouts: list[Layout], engine_names: list[str], root: Path) -> bool:
+    """Start Spark only for a Spark engine or a Spark layout not yet on disk."""
+    unbuilt = any(lay.needs_spark and not (root / lay.name / DONE).exists() for lay in layouts)
+    return unbuilt or any(ENGINES[name].needs_spark for name in engine_names)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    context: dict[str, Any] = {
+        "sf": args.sf,
+        "runs": args.runs,
+        "command": shlex.join(["python", *sys.argv]),
+        "started": dt.datetime.now().isoformat(timespec="seconds"),
+        "machine": machine(),
+        "versions": versions(),
+    }
+    engine_names = chosen(args.engines, list(ENGINES), "engines")
+    if args.no_spark:
+        engine_names = [e for e in engine_names if not ENGINES[e].needs_spark]
+    layouts = select_layouts(args.layouts, args.no_spark)
+
+    root = args.data_dir / f"sf{args.sf:g}"
+    raw = generate_raw(root, args.sf)
+    spark = None
+    if needs_spark(layouts, engine_names, root):
+        spark = spark_env.start_spark(args.spark_memory, root / "spark-warehouse")
+        SparkEngine.spark = spark
+    paths = {lay.name: build_layout(lay, raw, root, spark) for lay in layouts}
+    context["layouts"] = {
+        lay.name: {"description": lay.description, **describe_files(paths[lay.name])}
+        for lay in layouts
+    }
+    keys = pick_keys(raw)
+    context["keys"] = asdict(keys)
+    queries = select_queries(args.queries, keys)
+
+    engines = [ENGINES[name]() for name in engine_names]
+    cells = run_all(paths, queries, engines, args.runs)
+
+    context["total_seconds"] = time.perf_counter() - started
+    context["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
+    write_results(args.out, cells, context, engine_names, queries)
+    if spark is not None:
+        spark.stop()
+
+
+def write_results(
+    out: Path, cells: list[Cell], context: dict[str, Any], engines: list[str], queries: list[Query]
+) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"compare-sf{context['sf']:g}"
+    md = markdown(cells, context, engines, queries)
+    stem.with_suffix(".md").write_text(md)
+    raw = {
+        **context,
+        "queries": [
+            {"name": q.name, "where": q.sql_where(), "columns": q.columns} for q in queries
+        ],
+        "cells": [
+            asdict(c) | {"median_ms": c.median_ms() if c.ok else None, "bytes": c.bytes_read()}
+            for c in cells
+        ],
+        "comparisons": [
+            asdict(r) | {"time_ratio": r.time_ratio, "bytes_ratio": r.bytes_ratio}
+            for r in compare(cells)
+        ],
+    }
+    stem.with_suffix(".json").write_text(json.dumps(raw, indent=1, default=str) + "\n")
+    chart(
+        cells,
+        engines,
+        stem.with_suffix(".png"),
+        f"TPC-H lineitem SF{context['sf']:g}, warm, median ms (log)",
+    )
+    print(f"\nwrote {stem}.md, .json and .png in {context['total_seconds'] / 60:.1f} min")
+    print("\n".join(summary(cells)))
+
+
+if __name__ == "__main__":
+    main()
