@@ -168,8 +168,9 @@ fn next_write_len(written: u64, remaining: usize, opts: &WriteOptions) -> usize 
     remaining.min(to_page_end).min(to_group_end)
 }
 
-/// `schema` with every timestamp in seconds turned into milliseconds: Parquet has no
-/// seconds unit, and a bare INT64 would read back as an integer in every other reader.
+/// `schema` as it is stored: timestamps in seconds become milliseconds (Parquet has no
+/// seconds unit, and a bare INT64 would read back as an integer in every other reader), and
+/// string and binary views become plain strings and binaries.
 fn storable_schema(schema: &SchemaRef) -> SchemaRef {
     let fields: Vec<Field> = schema
         .fields()
@@ -195,6 +196,10 @@ fn storable_type(t: &DataType) -> DataType {
         DataType::Timestamp(TimeUnit::Second, tz) => {
             DataType::Timestamp(TimeUnit::Millisecond, tz.clone())
         }
+        // View types are an in-memory layout; stored as plain strings and binaries, every
+        // reader (pyarrow's filter kernels included) reads them back.
+        DataType::Utf8View => DataType::Utf8,
+        DataType::BinaryView => DataType::Binary,
         DataType::List(f) => DataType::List(field(f)),
         DataType::LargeList(f) => DataType::LargeList(field(f)),
         DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
