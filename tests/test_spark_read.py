@@ -1043,7 +1043,7 @@ UNITS_COLUMNS = ["s", "k"]
 def test_read_function_pickles(data_dir: Path) -> None:
     """The function ``mapInArrow`` ships to executors survives pickle and cloudpickle, and
     the copy reads the plan's units into exactly the scan's rows."""
-    import cloudpickle
+    cloudpickle = pytest.importorskip("pyspark.cloudpickle")  # what Spark pickles with
     from pqindex.spark._read import _ReadUnits
 
     path = write_units_fixture(data_dir)
