@@ -9,7 +9,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use parquet::file::metadata::{
@@ -112,7 +112,7 @@ pub fn rewrite_indexes(
     }
 
     let target = Path::new(path);
-    let tmp = temp_path(target);
+    let tmp = crate::write::temp_path(target);
     let result = (|| -> Result<u64> {
         let out = File::create(&tmp).map_err(|e| Error::io(path, e))?;
         let mut out = BufWriter::new(out);
@@ -230,14 +230,6 @@ fn parquet_end(md: &parquet::file::metadata::ParquetMetaData) -> u64 {
         }
     }
     end
-}
-
-fn temp_path(target: &Path) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file.parquet".into());
-    target.with_file_name(format!(".{name}.{}.pqindex-tmp", std::process::id()))
 }
 
 #[cfg(test)]

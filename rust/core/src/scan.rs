@@ -78,11 +78,7 @@ impl Scan {
         // The first footer gives the schema; planning then finds it in the cache.
         let (md, first_outcome) = cache.get(&first_file, false)?;
         let descr = md.file_metadata().schema_descr();
-        let schema =
-            parquet::arrow::parquet_to_arrow_schema(descr, md.file_metadata().key_value_metadata())
-                .map_err(|e| Error::from(e).in_file(first))?;
-        let native = parquet::arrow::parquet_to_arrow_schema(descr, None)
-            .map_err(|e| Error::from(e).in_file(first))?;
+        let (schema, native) = file_schemas(&md, first)?;
         for f in &listing.partition_fields {
             if schema
                 .fields()
@@ -279,6 +275,21 @@ fn now_ns() -> i128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128)
+}
+
+/// The schema a file's reader produces (with the writer's Arrow type hints applied) and the
+/// one its statistics are written in (without them).
+pub(crate) fn file_schemas(
+    md: &parquet::file::metadata::ParquetMetaData,
+    path: &str,
+) -> Result<(Schema, Schema)> {
+    let descr = md.file_metadata().schema_descr();
+    let hinted =
+        parquet::arrow::parquet_to_arrow_schema(descr, md.file_metadata().key_value_metadata())
+            .map_err(|e| Error::from(e).in_file(path))?;
+    let native = parquet::arrow::parquet_to_arrow_schema(descr, None)
+        .map_err(|e| Error::from(e).in_file(path))?;
+    Ok((hinted, native))
 }
 
 /// Parse and bind a `WHERE` text against a file schema and the partition columns.

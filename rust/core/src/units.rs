@@ -28,7 +28,7 @@ use crate::predicate::Predicate;
 use crate::prune::plan::{check_schema, has_page_index, PlanMetrics, PlannedFile, ScanUnit};
 use crate::prune::row_ranges::RowRanges;
 use crate::read::{byte_ranges, ReadMetrics};
-use crate::scan::{bind_where, output_shape, Scan, ScanOptions};
+use crate::scan::{bind_where, file_schemas, output_shape, Scan, ScanOptions};
 
 const VERSION_KEY: &str = "pqindex.units.version";
 const VERSION: &str = "1";
@@ -84,6 +84,7 @@ pub fn units_table(scan: &Scan) -> Result<RecordBatch> {
         false,
     )));
     let mut bytes = Vec::with_capacity(n);
+    let roots = scan.shape.roots();
     for u in &scan.units {
         for r in u.ranges.ranges() {
             starts.values().append_value(r.start);
@@ -92,7 +93,6 @@ pub fn units_table(scan: &Scan) -> Result<RecordBatch> {
         starts.append(true);
         ends.append(true);
         let md = u.file.reader_metadata.metadata();
-        let roots = scan.shape.roots();
         let descr = md.file_metadata().schema_descr();
         let mut leaves: Vec<usize> = (0..descr.num_columns())
             .filter(|l| roots.contains(&descr.get_column_root_idx(*l)))
@@ -300,6 +300,9 @@ impl Scan {
         cache: &MetadataCache,
         cancel: &AtomicBool,
     ) -> Result<Scan> {
+        if opts.batch_size == 0 {
+            return Err(Error::InvalidArgument("batch_size must be positive".into()));
+        }
         let Some(first) = batches.first() else {
             return Err(bad("no batches"));
         };
@@ -356,13 +359,7 @@ impl Scan {
                     }
                     if bound.is_none() {
                         let descr = md.file_metadata().schema_descr();
-                        let schema = parquet::arrow::parquet_to_arrow_schema(
-                            descr,
-                            md.file_metadata().key_value_metadata(),
-                        )
-                        .map_err(|e| Error::from(e).in_file(&path))?;
-                        let native = parquet::arrow::parquet_to_arrow_schema(descr, None)
-                            .map_err(|e| Error::from(e).in_file(&path))?;
+                        let (schema, native) = file_schemas(&md, &path)?;
                         let predicate = bind_where(
                             opts.predicate.as_deref(),
                             now_ns,

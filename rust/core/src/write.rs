@@ -225,7 +225,7 @@ fn cast_batch(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
 }
 
 /// A hidden name beside `target`, so readers of the directory never see a partial file.
-fn temp_path(target: &Path) -> PathBuf {
+pub(crate) fn temp_path(target: &Path) -> PathBuf {
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

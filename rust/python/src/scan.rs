@@ -27,6 +27,13 @@ pub struct PyScan {
 }
 
 impl PyScan {
+    fn new(scan: Scan) -> Self {
+        PyScan {
+            scan: Arc::new(scan),
+            consumed: AtomicBool::new(false),
+        }
+    }
+
     fn take_stream(&self) -> PyResult<pqindex_core::ScanStream> {
         if self.consumed.swap(true, Ordering::SeqCst) {
             return Err(consumed_error());
@@ -236,10 +243,7 @@ pub fn read_units(
         Scan::from_units(&batches, &opts, global_cache(), cancel)
     })?
     .py()?;
-    Ok(PyScan {
-        scan: Arc::new(planned),
-        consumed: AtomicBool::new(false),
-    })
+    Ok(PyScan::new(planned))
 }
 
 /// Errors that crossed the Arrow reader come back as ArrowError; recover ours.
@@ -276,8 +280,5 @@ pub fn scan(
         Scan::plan(&paths, &opts, global_cache(), cancel)
     })?
     .py()?;
-    Ok(PyScan {
-        scan: Arc::new(planned),
-        consumed: AtomicBool::new(false),
-    })
+    Ok(PyScan::new(planned))
 }
