@@ -320,3 +320,38 @@ def test_inconsistent_partition_directories(tmp_path: Path) -> None:
         pq.write_table(pa.table({"k": [1]}), tmp_path / sub / "part.parquet")
     with pytest.raises(pqindex.SourceError, match="inconsistent partition directories"):
         pqindex.scan(tmp_path)
+
+
+# --- units tables read in another process --------------------------------------------------
+
+
+def test_units_table_damage_is_refused(valid: Path) -> None:
+    """read_units refuses tables that are not a plan's units, naming what is wrong, and a
+    plan for a file that has since changed."""
+    from pqindex._native import read_units
+
+    scan = pqindex.scan(valid, '"k" BETWEEN 10 AND 20')
+    units = scan.units()
+    now = scan.now_ns
+    with pytest.raises(pqindex.UnsupportedError, match="units table version"):
+        read_units(pa.table({"x": [1]}), now_ns=now)
+
+    def with_column(name: str, values: pa.Array) -> pa.Table:
+        i = units.schema.get_field_index(name)
+        return units.set_column(i, name, values)
+
+    n = units.num_rows
+    empty_ranges = pa.array([[5]] * n, pa.list_(pa.uint64()))
+    bad = with_column("range_ends", pa.array([[1]] * n, pa.list_(pa.uint64())))
+    bad = bad.set_column(bad.schema.get_field_index("range_starts"), "range_starts", empty_ranges)
+    with pytest.raises(pqindex.InvalidArgumentError, match="ranges"):
+        read_units(bad, now_ns=now)
+    with pytest.raises(pqindex.InvalidArgumentError, match="no column size"):
+        read_units(units.drop_columns(["size"]), now_ns=now)
+    with pytest.raises(pqindex.InvalidArgumentError, match="batch_size"):
+        read_units(units, now_ns=now, batch_size=0)
+
+    other_size = with_column("size", pa.array([1] * n, pa.uint64()))
+    with pytest.raises(pqindex.FileChangedError, match="size"):
+        read_units(other_size, now_ns=now)
+    assert read_units(units, now_ns=now, where='"k" BETWEEN 10 AND 20').to_arrow().num_rows == 11

@@ -13,8 +13,6 @@ evaluates it again on the rows, so results are Spark's whatever the translation 
 from __future__ import annotations
 
 import datetime
-import decimal
-import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -35,6 +33,8 @@ from pyspark.sql.datasource import (
     Not,
 )
 from pyspark.sql.types import StructType
+
+from pqindex.spark._filters import scalar_literal
 
 _COMPARISONS = {
     EqualTo: "=",
@@ -212,25 +212,15 @@ def _column(path: tuple[str, ...], schema: StructType) -> tuple[str, Any] | None
 
 
 def _literal(value: Any, data_type: Any) -> str | None:
-    """A Python value of a pushed filter as a pqindex literal of the column's Spark type."""
+    """A Python value of a pushed filter as a pqindex literal of the column's Spark type
+    (dates and datetimes here; the rest as Spark's own pushed filters are translated)."""
     from pyspark.sql import types as T
 
     if value is None:
         return None
-    if isinstance(data_type, T.BooleanType) and isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    integral = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
-    if isinstance(data_type, integral) and isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    if isinstance(data_type, (T.FloatType, T.DoubleType)) and isinstance(value, float):
-        text = "NaN" if math.isnan(value) else repr(value).replace("inf", "Infinity")
-        return f"CAST('{text}' AS {'REAL' if isinstance(data_type, T.FloatType) else 'DOUBLE'})"
-    if isinstance(data_type, T.DecimalType) and isinstance(value, decimal.Decimal):
-        return format(value, "f") if value.is_finite() else None
-    if isinstance(data_type, T.StringType) and isinstance(value, str):
-        if getattr(data_type, "collation", "UTF8_BINARY") not in ("UTF8_BINARY", None):
-            return None
-        return "'" + value.replace("'", "''") + "'"
+    scalar = scalar_literal(value, data_type)
+    if scalar is not None:
+        return scalar
     if isinstance(data_type, T.TimestampType) and isinstance(value, datetime.datetime):
         if value.tzinfo is None:
             return None

@@ -185,16 +185,16 @@ def _float_text(value: float) -> str:
     return repr(value)
 
 
-def _literal(value: Any, data_type: Any, utils: Any) -> str | None:
-    """``value`` (a JVM object as py4j hands it over) as a pqindex literal of ``data_type``."""
+def scalar_literal(value: Any, data_type: Any) -> str | None:
+    """A boolean, number or string ``value`` as a pqindex literal of the Spark type
+    ``data_type``; None for other values, or when the type would compare differently."""
     from pyspark.sql import types as T
 
-    if value is None:
-        return None
     if isinstance(data_type, T.BooleanType) and isinstance(value, bool):
         return "TRUE" if value else "FALSE"
-    if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
-        return str(int(value)) if isinstance(value, int) and not isinstance(value, bool) else None
+    integral = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+    if isinstance(data_type, integral) and isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     if isinstance(data_type, T.FloatType) and isinstance(value, float):
         return f"CAST('{_float_text(value)}' AS REAL)"
     if isinstance(data_type, T.DoubleType) and isinstance(value, float):
@@ -203,6 +203,18 @@ def _literal(value: Any, data_type: Any, utils: Any) -> str | None:
         return _string(value)
     if isinstance(data_type, T.DecimalType) and isinstance(value, decimal.Decimal):
         return format(value, "f") if value.is_finite() else None
+    return None
+
+
+def _literal(value: Any, data_type: Any, utils: Any) -> str | None:
+    """``value`` (a JVM object as py4j hands it over) as a pqindex literal of ``data_type``."""
+    from pyspark.sql import types as T
+
+    if value is None:
+        return None
+    scalar = scalar_literal(value, data_type)
+    if scalar is not None:
+        return scalar
     java_class = _java_class(value)
     if isinstance(data_type, T.DateType):
         if java_class == "java.sql.Date":

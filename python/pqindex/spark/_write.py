@@ -191,11 +191,19 @@ class _WriteTask:
             os.makedirs(directory, exist_ok=True)
             index = len(report["file"])
             target = os.path.join(directory, f"part-{task:05d}-{index:03d}-{self.job}.parquet")
-            pqindex.write(run, target, **self.options)
-            stat = os.stat(target)
+            rows = [0]
+
+            def counted(run: Any = run, rows: list[int] = rows) -> Iterator[Any]:
+                for batch in run:
+                    rows[0] += batch.num_rows
+                    yield batch
+
+            pqindex.write(
+                pa.RecordBatchReader.from_batches(run.schema, counted()), target, **self.options
+            )
             report["file"].append(target)
-            report["rows"].append(pqindex.read_metadata(target).num_rows)
-            report["bytes"].append(stat.st_size)
+            report["rows"].append(rows[0])
+            report["bytes"].append(os.stat(target).st_size)
         yield pa.RecordBatch.from_pydict(
             report,
             schema=pa.schema([("file", pa.string()), ("rows", pa.int64()), ("bytes", pa.int64())]),
