@@ -53,14 +53,22 @@ pub fn list_indexes(path: &str) -> Result<Vec<Locator>> {
 }
 
 /// Rewrite `path` with `add` embedded (replacing indexes of the same identity) and without
-/// the existing indexes for which `drop` is true.
+/// the existing indexes for which `drop` is true. With `expected`, the file must still have
+/// that identity (the one the new indexes were built from).
 pub fn rewrite_indexes(
     path: &str,
     add: Vec<NewIndex>,
     drop: &dyn Fn(&Locator) -> bool,
+    expected: Option<&FileIdentity>,
 ) -> Result<AppendReport> {
     let file = LocalFile::open(path, Arc::new(IoStats::default()))?;
     let before = file.identity().as_ref().clone();
+    if let Some(what) = expected.and_then(|e| e.difference(&before)) {
+        return Err(Error::FileChanged {
+            path: path.into(),
+            what: format!("its {what} changed while its indexes were built"),
+        });
+    }
     let md = read_footer(&file)?;
     let fmd = md.file_metadata();
     if fmd.column_orders().is_none() {
@@ -194,7 +202,7 @@ fn read_block(file: &LocalFile, l: &Locator, body_end: u64) -> Result<Vec<u8>> {
 }
 
 /// Where the footer (Thrift metadata, its length and the magic) begins.
-fn footer_start(file: &LocalFile) -> Result<u64> {
+pub(crate) fn footer_start(file: &LocalFile) -> Result<u64> {
     let size = file.identity().size;
     let tail = file.read_range(size - 8, 8)?;
     let len = u64::from(u32::from_le_bytes(tail[..4].try_into().expect("4 bytes")));
@@ -320,6 +328,7 @@ mod tests {
                 index(IndexKind::Bloom, "s", &[9u8; 1000]),
             ],
             &|_| false,
+            None,
         )
         .unwrap();
         assert_eq!(r.indexes.len(), 2);
@@ -348,6 +357,7 @@ mod tests {
             &path,
             vec![index(IndexKind::Distinct, "k", b"second")],
             &|_| false,
+            None,
         )
         .unwrap();
         assert_eq!(r2.indexes.len(), 2);
@@ -371,7 +381,7 @@ mod tests {
 
         // Dropping everything leaves no index bytes behind (the footer is re-encoded, which
         // may differ from the original writer's by a few bytes), and is stable.
-        let r3 = rewrite_indexes(&path, vec![], &|_| true).unwrap();
+        let r3 = rewrite_indexes(&path, vec![], &|_| true, None).unwrap();
         assert!(r3.indexes.is_empty());
         assert!(
             r3.bytes_after < r.bytes_before + 64,
@@ -379,7 +389,7 @@ mod tests {
             r3.bytes_after,
             r.bytes_before
         );
-        let r4 = rewrite_indexes(&path, vec![], &|_| true).unwrap();
+        let r4 = rewrite_indexes(&path, vec![], &|_| true, None).unwrap();
         assert_eq!(r4.bytes_after, r3.bytes_after);
         assert_eq!(scan(&path, queries[1]).0, before[1].0);
     }
@@ -392,6 +402,7 @@ mod tests {
             &path,
             vec![index(IndexKind::Sketch, "k", &[1u8; 64])],
             &|_| false,
+            None,
         )
         .unwrap();
         // Flip a byte inside the block's payload.
@@ -404,8 +415,13 @@ mod tests {
             r.indexes[0].read_payload(&file, body_end),
             Err(Error::InvalidIndex(_))
         ));
-        let r2 =
-            rewrite_indexes(&path, vec![index(IndexKind::Bloom, "s", b"b")], &|_| false).unwrap();
+        let r2 = rewrite_indexes(
+            &path,
+            vec![index(IndexKind::Bloom, "s", b"b")],
+            &|_| false,
+            None,
+        )
+        .unwrap();
         assert_eq!(r2.dropped_damaged.len(), 1, "{:?}", r2.dropped_damaged);
         assert_eq!(r2.indexes.len(), 1);
         assert_eq!(scan(&path, "k = 7").0, vec![7]);

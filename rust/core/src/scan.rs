@@ -51,6 +51,8 @@ pub struct Scan {
     pub predicate: Option<Predicate>,
     pub where_text: Option<String>,
     pub summaries: Vec<String>,
+    /// Embedded indexes skipped while planning (damaged, unknown version, not this file's).
+    pub warnings: Vec<String>,
     pub threads: usize,
     pub io: Arc<IoStats>,
     pub read: Arc<ReadMetrics>,
@@ -125,6 +127,7 @@ impl Scan {
         let mut plan_metrics = PlanMetrics::default();
         let mut units = Vec::new();
         let mut summaries = Vec::new();
+        let mut warnings = Vec::new();
         for p in &plans {
             plan_metrics.add(&p.metrics);
         }
@@ -135,6 +138,7 @@ impl Scan {
         for p in plans {
             units.extend(p.units);
             summaries.push(p.summary);
+            warnings.extend(p.warnings);
         }
         Ok(Scan {
             shape,
@@ -143,6 +147,7 @@ impl Scan {
             predicate,
             where_text: opts.predicate.clone(),
             summaries,
+            warnings,
             threads,
             io,
             read: Arc::new(ReadMetrics::default()),
@@ -196,6 +201,11 @@ impl Scan {
             ("footer_cache_hits", m.footer_cache_hits),
             ("page_indexes_read", m.page_indexes_read),
             ("bloom_filters_read", m.bloom_filters_read),
+            ("files_pruned_by_index", m.files_pruned_by_index),
+            ("row_groups_pruned_by_index", m.row_groups_pruned_by_index),
+            ("rows_pruned_by_index", m.rows_pruned_by_index),
+            ("indexes_read", m.indexes_read),
+            ("indexes_skipped", m.indexes_skipped),
             ("bytes_read", self.io.bytes()),
             ("requests", self.io.requests()),
         ]
@@ -224,14 +234,24 @@ impl Scan {
         let _ = writeln!(s, "  columns:     {}", names.join(", "));
         let _ = writeln!(
             s,
-            "  files:       {} listed, {} pruned ({} by partition values)",
-            m.files, m.files_pruned, m.files_pruned_by_partition
+            "  files:       {} listed, {} pruned ({} by partition values, {} by embedded indexes)",
+            m.files, m.files_pruned, m.files_pruned_by_partition, m.files_pruned_by_index
         );
         let _ = writeln!(
             s,
-            "  row groups:  {} in opened files, {} pruned by statistics, {} by bloom filters, {} by page index",
-            m.row_groups, m.row_groups_pruned_by_stats, m.row_groups_pruned_by_bloom, m.row_groups_pruned_by_page_index
+            "  row groups:  {} in opened files, {} pruned by statistics, {} by bloom filters, {} by embedded indexes, {} by page index",
+            m.row_groups, m.row_groups_pruned_by_stats, m.row_groups_pruned_by_bloom, m.row_groups_pruned_by_index, m.row_groups_pruned_by_page_index
         );
+        if m.indexes_read > 0 || m.indexes_skipped > 0 {
+            let _ = writeln!(
+                s,
+                "  indexes:     {} embedded indexes read, {} skipped; they ruled out {} more rows within kept row groups",
+                m.indexes_read, m.indexes_skipped, m.rows_pruned_by_index
+            );
+        }
+        for w in self.warnings.iter().take(5) {
+            let _ = writeln!(s, "  warning:     {w}");
+        }
         let _ = writeln!(
             s,
             "  pages:       {} of the needed columns in kept row groups, {} pruned by page index",

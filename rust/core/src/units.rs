@@ -424,6 +424,7 @@ impl Scan {
             predicate,
             where_text: opts.predicate.clone(),
             summaries: Vec::new(),
+            warnings: Vec::new(),
             threads: opts.threads.max(1),
             io,
             read: Arc::new(ReadMetrics::default()),

@@ -1,4 +1,14 @@
-//! Embedded user-defined indexes: blocks in the file body, located by footer entries.
+//! Embedded user-defined indexes: blocks in the file body, located by footer entries, one
+//! file per kind, plus building them over existing files and probing them while planning.
 
+pub mod bloom;
+pub mod build;
+pub mod codec;
+pub mod column_values;
 pub mod container;
+pub mod distinct;
+pub mod hash;
+pub mod hll;
 pub mod locator;
+pub mod probe;
+pub mod units;

@@ -203,6 +203,17 @@ impl Predicate {
         }
     }
 
+    /// Every leaf (anything but AND, OR and constants), in order of appearance.
+    pub fn leaves(&self) -> Vec<&Predicate> {
+        match self {
+            Predicate::And(parts) | Predicate::Or(parts) => {
+                parts.iter().flat_map(|p| p.leaves()).collect()
+            }
+            Predicate::Const(_) => Vec::new(),
+            leaf => vec![leaf],
+        }
+    }
+
     /// Every column the predicate reads, without duplicates, in order of appearance.
     pub fn columns(&self) -> Vec<Column> {
         let mut out: Vec<Column> = Vec::new();

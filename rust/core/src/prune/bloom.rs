@@ -111,7 +111,7 @@ pub fn is_probe(leaf: &Predicate) -> bool {
 
 /// The plain encodings a value may have been hashed as, or `None` when it cannot be
 /// probed safely.
-fn encodings(
+pub(crate) fn encodings(
     v: &Value,
     col: &ColumnRef,
     physical: PhysicalType,

@@ -14,6 +14,17 @@ use crate::prune::stats::{bounds_usable, decode, leaf_may_match, ChunkStats};
 /// The rows of row group `rg` that may satisfy `pred`, from the page index; the full row
 /// group wherever a column has no usable index.
 pub fn row_ranges(md: &ParquetMetaData, rg: usize, pred: &Predicate) -> RowRanges {
+    row_ranges_with(md, rg, pred, &mut |_| None)
+}
+
+/// As `row_ranges`, with `extra` giving further row ranges for a leaf (from embedded
+/// indexes), intersected with the page index's.
+pub fn row_ranges_with(
+    md: &ParquetMetaData,
+    rg: usize,
+    pred: &Predicate,
+    extra: &mut dyn FnMut(&Predicate) -> Option<RowRanges>,
+) -> RowRanges {
     let rows = md.row_group(rg).num_rows().max(0) as u64;
     match pred {
         Predicate::Const(Some(true)) => RowRanges::full(rows),
@@ -22,13 +33,17 @@ pub fn row_ranges(md: &ParquetMetaData, rg: usize, pred: &Predicate) -> RowRange
             if acc.is_empty() {
                 acc
             } else {
-                acc.intersect(&row_ranges(md, rg, p))
+                acc.intersect(&row_ranges_with(md, rg, p, extra))
             }
         }),
         Predicate::Or(parts) => parts.iter().fold(RowRanges::empty(), |acc, p| {
-            acc.union(&row_ranges(md, rg, p))
+            acc.union(&row_ranges_with(md, rg, p, extra))
         }),
-        leaf => leaf_ranges(md, rg, leaf).unwrap_or_else(|| RowRanges::full(rows)),
+        leaf => match (leaf_ranges(md, rg, leaf), extra(leaf)) {
+            (Some(a), Some(b)) => a.intersect(&b),
+            (Some(r), None) | (None, Some(r)) => r,
+            (None, None) => RowRanges::full(rows),
+        },
     }
 }
 

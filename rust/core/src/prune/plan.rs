@@ -9,6 +9,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 
 use crate::error::{Error, Result};
+use crate::index::probe::{FileIndexes, LeafVerdict};
 use crate::io::{FileIdentity, IoStats, LocalFile};
 use crate::metadata::MetadataCache;
 use crate::predicate::expr::Predicate;
@@ -53,6 +54,12 @@ pub struct PlanMetrics {
     pub page_indexes_read: u64,
     pub bloom_filters_read: u64,
     pub rows_selected: u64,
+    pub files_pruned_by_index: u64,
+    pub row_groups_pruned_by_index: u64,
+    /// Rows the page index left that embedded page-level indexes ruled out.
+    pub rows_pruned_by_index: u64,
+    pub indexes_read: u64,
+    pub indexes_skipped: u64,
 }
 
 impl PlanMetrics {
@@ -71,6 +78,11 @@ impl PlanMetrics {
         self.page_indexes_read += o.page_indexes_read;
         self.bloom_filters_read += o.bloom_filters_read;
         self.rows_selected += o.rows_selected;
+        self.files_pruned_by_index += o.files_pruned_by_index;
+        self.row_groups_pruned_by_index += o.row_groups_pruned_by_index;
+        self.rows_pruned_by_index += o.rows_pruned_by_index;
+        self.indexes_read += o.indexes_read;
+        self.indexes_skipped += o.indexes_skipped;
     }
 }
 
@@ -81,6 +93,8 @@ pub struct FilePlan {
     pub metrics: PlanMetrics,
     /// One line for `explain()`.
     pub summary: String,
+    /// Embedded indexes that could not be used, and why.
+    pub warnings: Vec<String>,
 }
 
 /// Everything planning needs besides the file itself.
@@ -115,6 +129,7 @@ pub fn plan_file(
             units: Vec::new(),
             metrics: m,
             summary: format!("{path}: pruned by partition values"),
+            warnings: Vec::new(),
         });
     }
     let predicate = predicate.filter(|p| *p != Predicate::Const(Some(true)));
@@ -128,19 +143,69 @@ pub fn plan_file(
     check_schema(path, &md, ctx.schema)?;
     m.row_groups = md.num_row_groups() as u64;
 
-    // Row groups: statistics first, then bloom filters on what statistics kept.
+    // Row groups: statistics first, then bloom filters and embedded indexes on what
+    // statistics kept.
+    let mut candidates = Vec::new();
+    for rg in 0..md.num_row_groups() {
+        if let Some(pred) = &predicate {
+            let mut by_stats = |leaf: &Predicate| leaf_stats_may_match(&md, rg, leaf);
+            if !stats::may_match(pred, &mut by_stats) {
+                m.row_groups_pruned_by_stats += 1;
+                continue;
+            }
+        }
+        candidates.push(rg);
+    }
+    let mut indexes = FileIndexes::new(&file, &md);
+    let mut verdicts: Vec<(*const Predicate, LeafVerdict)> = Vec::new();
+    let mut index_kinds: Vec<&'static str> = Vec::new();
+    if let Some(pred) = predicate.as_ref().filter(|_| !candidates.is_empty()) {
+        if !indexes.is_empty() {
+            for leaf in pred.leaves() {
+                if let Some(v) = indexes.verdict(leaf) {
+                    index_kinds.extend(v.kinds.iter().copied());
+                    verdicts.push((leaf as *const Predicate, v));
+                }
+            }
+        }
+    }
+    let verdict = |leaf: &Predicate| {
+        verdicts
+            .iter()
+            .find(|(p, _)| std::ptr::eq(*p, leaf))
+            .map(|(_, v)| v)
+    };
+    m.indexes_read = indexes.indexes_read;
+    let warnings = std::mem::take(&mut indexes.warnings);
+    m.indexes_skipped = warnings.len() as u64;
+    index_kinds.sort_unstable();
+    index_kinds.dedup();
+    if let Some(pred) = &predicate {
+        if !verdicts.is_empty()
+            && !stats::may_match(pred, &mut |leaf| verdict(leaf).is_none_or(|v| v.any()))
+        {
+            m.files_pruned = 1;
+            m.files_pruned_by_index = 1;
+            m.row_groups_pruned_by_index = candidates.len() as u64;
+            return Ok(FilePlan {
+                units: Vec::new(),
+                metrics: m,
+                summary: format!(
+                    "{path}: pruned by embedded {} index",
+                    index_kinds.join(" and ")
+                ),
+                warnings,
+            });
+        }
+    }
+
     let mut kept = Vec::new();
     let mut blooms: HashMap<(usize, usize), Option<parquet::bloom_filter::Sbbf>> = HashMap::new();
-    for rg in 0..md.num_row_groups() {
+    for rg in candidates {
         let Some(pred) = &predicate else {
             kept.push(rg);
             continue;
         };
-        let mut by_stats = |leaf: &Predicate| leaf_stats_may_match(&md, rg, leaf);
-        if !stats::may_match(pred, &mut by_stats) {
-            m.row_groups_pruned_by_stats += 1;
-            continue;
-        }
         let mut failure = None;
         let mut by_bloom = |leaf: &Predicate| {
             if !leaf_stats_may_match(&md, rg, leaf) {
@@ -183,6 +248,15 @@ pub fn plan_file(
             m.row_groups_pruned_by_bloom += 1;
             continue;
         }
+        if !verdicts.is_empty() {
+            let mut by_index = |leaf: &Predicate| {
+                leaf_stats_may_match(&md, rg, leaf) && verdict(leaf).is_none_or(|v| v.row_group(rg))
+            };
+            if !stats::may_match(pred, &mut by_index) {
+                m.row_groups_pruned_by_index += 1;
+                continue;
+            }
+        }
         kept.push(rg);
     }
 
@@ -223,6 +297,14 @@ pub fn plan_file(
     for rg in kept {
         let rows = md.row_group(rg).num_rows().max(0) as u64;
         let ranges = match &predicate {
+            Some(p) if !verdicts.is_empty() => {
+                let by_pages = page::row_ranges(&md, rg, p);
+                let ranges = page::row_ranges_with(&md, rg, p, &mut |leaf| {
+                    verdict(leaf).map(|v| v.ranges(rg))
+                });
+                m.rows_pruned_by_index += by_pages.row_count() - ranges.row_count();
+                ranges
+            }
             Some(p) if md.offset_index().is_some() => page::row_ranges(&md, rg, p),
             _ => RowRanges::full(rows),
         };
@@ -252,8 +334,18 @@ pub fn plan_file(
     if units.is_empty() {
         m.files_pruned = 1;
     }
+    let by_index = if index_kinds.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", {} by embedded {} index ({} rows ruled out within row groups)",
+            m.row_groups_pruned_by_index,
+            index_kinds.join(" and "),
+            m.rows_pruned_by_index
+        )
+    };
     let summary = format!(
-        "{path}: {} row groups, {} pruned by statistics, {} by bloom filters, {} by page index; {} rows selected{}",
+        "{path}: {} row groups, {} pruned by statistics, {} by bloom filters{by_index}, {} by page index; {} rows selected{}",
         m.row_groups,
         m.row_groups_pruned_by_stats,
         m.row_groups_pruned_by_bloom,
@@ -269,6 +361,7 @@ pub fn plan_file(
         units,
         metrics: m,
         summary,
+        warnings,
     })
 }
 

@@ -1,0 +1,177 @@
+//! The values of one column of an existing file, page by page, as its writer stored them
+//! (physical values, in their plain encoding). Index builders consume this, so an index can
+//! be added to a file from any writer without re-encoding a page.
+
+use std::fs::File;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use parquet::basic::Type as PhysicalType;
+use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
+use parquet::data_type::{AsBytes, DataType};
+use parquet::file::reader::{FileReader, RowGroupReader};
+use parquet::file::serialized_reader::{ReadOptionsBuilder, SerializedFileReader};
+
+use crate::error::{Error, Result};
+
+/// One data page of the column.
+pub struct PageValues<'a> {
+    pub row_group: usize,
+    /// First row of the page within its row group.
+    pub first_row: u64,
+    pub rows: u64,
+    pub row_group_rows: u64,
+    pub file_rows: u64,
+    pub nulls: u64,
+    /// The non-null values, each in its plain encoding.
+    pub values: &'a [&'a [u8]],
+}
+
+/// What the builders need to know about the column.
+#[derive(Debug, Clone)]
+pub struct ColumnInfo {
+    pub leaf: usize,
+    pub physical: PhysicalType,
+    pub type_length: i32,
+}
+
+/// Call `f` for each data page of `column` (a dotted leaf path) in file order. Repeated
+/// columns are refused: their pages do not hold one value per row.
+pub fn for_each_page(
+    path: &str,
+    column: &str,
+    f: &mut dyn FnMut(&PageValues) -> Result<()>,
+) -> Result<ColumnInfo> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let corrupt = |e: parquet::errors::ParquetError| {
+        Error::invalid_file(path, format!("cannot read column {column}: {e}"))
+    };
+    let options = ReadOptionsBuilder::new().with_page_index().build();
+    let reader = SerializedFileReader::new_with_options(file, options).map_err(corrupt)?;
+    let md = reader.metadata();
+    let descr = md.file_metadata().schema_descr();
+    let leaf = (0..descr.num_columns())
+        .find(|&i| descr.column(i).path().string() == column)
+        .ok_or_else(|| Error::InvalidArgument(format!("{path}: no column {column:?} to index")))?;
+    let cd = descr.column(leaf);
+    if cd.max_rep_level() > 0 {
+        return Err(Error::unsupported(format!(
+            "{path}: column {column} is repeated; indexes cover columns with one value per row"
+        )));
+    }
+    let info = ColumnInfo {
+        leaf,
+        physical: cd.physical_type(),
+        type_length: cd.type_length(),
+    };
+    let nullable = cd.max_def_level() > 0;
+    let file_rows = md.file_metadata().num_rows().max(0) as u64;
+    let run = || -> Result<()> {
+        for rg in 0..reader.num_row_groups() {
+            let rg_reader = reader.get_row_group(rg).map_err(corrupt)?;
+            let rg_rows = rg_reader.metadata().num_rows().max(0) as u64;
+            let pages = page_rows(rg_reader.as_ref(), leaf, rg_rows).map_err(|e| match e {
+                Error::Parquet(p) => corrupt(p),
+                other => other.in_file(path),
+            })?;
+            let ctx = PageCtx {
+                path,
+                row_group: rg,
+                rg_rows,
+                file_rows,
+                nullable,
+            };
+            match rg_reader.get_column_reader(leaf).map_err(corrupt)? {
+                ColumnReader::BoolColumnReader(r) => read_pages(r, &pages, &ctx, f),
+                ColumnReader::Int32ColumnReader(r) => read_pages(r, &pages, &ctx, f),
+                ColumnReader::Int64ColumnReader(r) => read_pages(r, &pages, &ctx, f),
+                ColumnReader::Int96ColumnReader(r) => read_pages(r, &pages, &ctx, f),
+                ColumnReader::FloatColumnReader(r) => read_pages(r, &pages, &ctx, f),
+                ColumnReader::DoubleColumnReader(r) => read_pages(r, &pages, &ctx, f),
+                ColumnReader::ByteArrayColumnReader(r) => read_pages(r, &pages, &ctx, f),
+                ColumnReader::FixedLenByteArrayColumnReader(r) => read_pages(r, &pages, &ctx, f),
+            }?;
+        }
+        Ok(())
+    };
+    // The decoders may panic on corrupt pages; that is a bad file, not a crash.
+    match catch_unwind(AssertUnwindSafe(run)) {
+        Ok(r) => r.map(|()| info),
+        Err(_) => Err(Error::invalid_file(
+            path,
+            format!("corrupt data pages in column {column}"),
+        )),
+    }
+}
+
+/// Rows per data page, from the OffsetIndex when present, else from the page headers;
+/// they must add up to the row group's rows.
+fn page_rows(rg: &dyn RowGroupReader, leaf: usize, rg_rows: u64) -> Result<Vec<u64>> {
+    let mut pages = Vec::new();
+    let mut reader = rg.get_column_page_reader(leaf)?;
+    while let Some(meta) = reader.peek_next_page()? {
+        if !meta.is_dict {
+            let rows = meta.num_rows.or(meta.num_levels).unwrap_or(0) as u64;
+            pages.push(rows);
+        }
+        reader.skip_next_page()?;
+    }
+    let total: u64 = pages.iter().sum();
+    if total != rg_rows {
+        return Err(Error::InvalidArgument(format!(
+            "the pages of column {leaf} hold {total} rows, its row group {rg_rows}"
+        )));
+    }
+    Ok(pages)
+}
+
+struct PageCtx<'a> {
+    path: &'a str,
+    row_group: usize,
+    rg_rows: u64,
+    file_rows: u64,
+    nullable: bool,
+}
+
+fn read_pages<T: DataType>(
+    mut reader: ColumnReaderImpl<T>,
+    pages: &[u64],
+    ctx: &PageCtx,
+    f: &mut dyn FnMut(&PageValues) -> Result<()>,
+) -> Result<()>
+where
+    T::T: AsBytes,
+{
+    let mut values: Vec<T::T> = Vec::new();
+    let mut defs: Vec<i16> = Vec::new();
+    let mut first_row = 0u64;
+    for &rows in pages {
+        values.clear();
+        defs.clear();
+        let mut got = 0u64;
+        while got < rows {
+            let want = (rows - got) as usize;
+            let (records, _, _) = reader
+                .read_records(want, ctx.nullable.then_some(&mut defs), None, &mut values)
+                .map_err(|e| Error::invalid_file(ctx.path, format!("corrupt page: {e}")))?;
+            if records == 0 {
+                return Err(Error::invalid_file(
+                    ctx.path,
+                    "a column chunk ended before its pages' rows",
+                ));
+            }
+            got += records as u64;
+        }
+        let slices: Vec<&[u8]> = values.iter().map(|v| v.as_bytes()).collect();
+        f(&PageValues {
+            row_group: ctx.row_group,
+            first_row,
+            rows,
+            row_group_rows: ctx.rg_rows,
+            file_rows: ctx.file_rows,
+            nulls: rows.saturating_sub(values.len() as u64),
+            values: &slices,
+        })?;
+        first_row += rows;
+    }
+    Ok(())
+}

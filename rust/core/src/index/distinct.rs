@@ -1,0 +1,360 @@
+//! The `distinct` index: the set of a column's distinct values per unit (file, row group or
+//! page), with postings (value → units that hold it) when there is more than one unit, so
+//! an equality or IN lookup on an unsorted column selects exactly the pages holding the
+//! value.
+//!
+//! Values are stored as fingerprints of their XxHash64 (see hash.rs), hash-bucketed so a
+//! lookup reads the header and one bucket, never the whole index:
+//!
+//! ```text
+//! u32 payload version = 1
+//! u32 bucket bits k (0..=20)          2^k buckets, chosen by the hash's top k bits
+//! u32 flags                           bit 0: entries carry postings
+//! u64 distinct values (entries)
+//! unit table                          (see units.rs)
+//! 2^k × (u64 offset, u32 length, u32 crc32c)   each bucket, from the payload start
+//! u32 crc32c of the payload bytes before it
+//! buckets: entries sorted by fingerprint
+//!   u32 fingerprint                   the 32 hash bits after the top k
+//!   [varint n, n varint unit deltas]  postings, ascending unit ids, first one absolute
+//! ```
+//! A lookup is wrong only in the safe direction: two values sharing their top k + 32 hash
+//! bits look the same, which selects a unit that does not hold the value (probability about
+//! entries / 2^(k+32) per probe).
+
+use crate::error::Result;
+use crate::index::codec::{invalid, Decoder, Encoder};
+use crate::index::column_values::PageValues;
+use crate::index::hash::hash_bytes;
+use crate::index::locator::Granularity;
+use crate::index::units::{decode_units, encode_units, UnitAssigner, UnitSpan, UNIT_LEN};
+
+pub const PAYLOAD_VERSION: u32 = 1;
+const MAX_BUCKET_BITS: u32 = 20;
+const FLAG_POSTINGS: u32 = 1;
+/// Bytes of the fixed header before the unit table.
+pub const FIXED_HEADER: usize = 4 + 4 + 4 + 8;
+const DIRECTORY_ENTRY: usize = 8 + 4 + 4;
+
+/// Builds a distinct index while a column is read.
+pub struct DistinctBuilder {
+    units: UnitAssigner,
+    postings: bool,
+    /// (hash, unit) pairs, deduplicated per page.
+    pairs: Vec<(u64, u32)>,
+    page_hashes: Vec<u64>,
+}
+
+impl DistinctBuilder {
+    pub fn new(granularity: Granularity) -> Self {
+        DistinctBuilder {
+            units: UnitAssigner::new(granularity),
+            postings: granularity != Granularity::File,
+            pairs: Vec::new(),
+            page_hashes: Vec::new(),
+        }
+    }
+
+    pub fn page(&mut self, p: &PageValues) {
+        let unit = self.units.unit_of(
+            p.row_group,
+            p.first_row,
+            p.rows,
+            p.row_group_rows,
+            p.file_rows,
+        ) as u32;
+        self.page_hashes.clear();
+        self.page_hashes
+            .extend(p.values.iter().map(|v| hash_bytes(v)));
+        self.page_hashes.sort_unstable();
+        self.page_hashes.dedup();
+        self.pairs
+            .extend(self.page_hashes.iter().map(|h| (*h, unit)));
+    }
+
+    pub fn finish(mut self) -> Vec<u8> {
+        self.pairs.sort_unstable();
+        self.pairs.dedup();
+        // Group by hash, then size buckets so the directory and one bucket cost about the
+        // same to fetch.
+        let mut entries: Vec<(u64, Vec<u32>)> = Vec::new();
+        for (h, u) in self.pairs.drain(..) {
+            match entries.last_mut() {
+                Some((last, units)) if *last == h => units.push(u),
+                _ => entries.push((h, vec![u])),
+            }
+        }
+        let est: usize = entries
+            .iter()
+            .map(|(_, u)| 4 + if self.postings { 1 + 2 * u.len() } else { 0 })
+            .sum();
+        let k = bucket_bits(est);
+        let key = |h: u64| -> (u32, u32) { split(h, k) };
+
+        let nb = 1usize << k;
+        let mut buckets: Vec<Encoder> = (0..nb).map(|_| Encoder::default()).collect();
+        let mut i = 0;
+        while i < entries.len() {
+            let (b, fp) = key(entries[i].0);
+            let mut units: Vec<u32> = entries[i].1.clone();
+            let mut j = i + 1;
+            while j < entries.len() && key(entries[j].0) == (b, fp) {
+                units.extend_from_slice(&entries[j].1);
+                j += 1;
+            }
+            let e = &mut buckets[b as usize];
+            e.u32(fp);
+            if self.postings {
+                units.sort_unstable();
+                units.dedup();
+                e.varint(units.len() as u64);
+                let mut prev = 0u32;
+                for u in units {
+                    e.varint(u64::from(u - prev));
+                    prev = u;
+                }
+            }
+            i = j;
+        }
+
+        let mut e = Encoder::default();
+        e.u32(PAYLOAD_VERSION);
+        e.u32(k);
+        e.u32(if self.postings { FLAG_POSTINGS } else { 0 });
+        e.u64(entries.len() as u64);
+        encode_units(&self.units.spans, &mut e);
+        let mut offset = (e.len() + nb * DIRECTORY_ENTRY + 4) as u64;
+        for b in &buckets {
+            e.u64(offset);
+            e.u32(b.len() as u32);
+            e.u32(crc32c::crc32c(&b.bytes));
+            offset += b.len() as u64;
+        }
+        let crc = crc32c::crc32c(&e.bytes);
+        e.u32(crc);
+        for b in buckets {
+            e.bytes.extend_from_slice(&b.bytes);
+        }
+        e.bytes
+    }
+}
+
+/// Bucket bits for about `bytes` of entries: the directory (16 bytes a bucket) and one
+/// bucket come out near the same size.
+fn bucket_bits(bytes: usize) -> u32 {
+    let buckets = ((bytes as f64) / DIRECTORY_ENTRY as f64).sqrt().max(1.0);
+    (buckets.log2().round() as u32).min(MAX_BUCKET_BITS)
+}
+
+/// (bucket, fingerprint) of a hash under `k` bucket bits.
+fn split(h: u64, k: u32) -> (u32, u32) {
+    let bucket = if k == 0 { 0 } else { (h >> (64 - k)) as u32 };
+    let fp = ((h << k) >> 32) as u32;
+    (bucket, fp)
+}
+
+/// The header of a distinct index: enough to find any value's bucket.
+#[derive(Debug)]
+pub struct DistinctHeader {
+    pub bucket_bits: u32,
+    pub postings: bool,
+    pub entries: u64,
+    pub spans: Vec<UnitSpan>,
+    /// (offset from the payload start, length, crc32c) of each bucket.
+    pub directory: Vec<(u64, u32, u32)>,
+    /// Where the buckets start: header, units, directory and its checksum.
+    pub header_len: usize,
+}
+
+impl DistinctHeader {
+    /// How many payload bytes the header takes, from its first bytes; `None` if `prefix`
+    /// is too short to say.
+    pub fn needed_len(prefix: &[u8]) -> Result<Option<usize>> {
+        if prefix.len() < FIXED_HEADER + 4 {
+            return Ok(None);
+        }
+        let mut d = Decoder::new(prefix);
+        d.u32()?;
+        let k = d.u32()?;
+        if k > MAX_BUCKET_BITS {
+            return Err(invalid(format!("distinct index with {k} bucket bits")));
+        }
+        d.take(12)?;
+        let units = d.u32()? as usize;
+        Ok(Some(
+            FIXED_HEADER + 4 + units * UNIT_LEN + (DIRECTORY_ENTRY << k) + 4,
+        ))
+    }
+
+    /// Decode and check the header from the payload's first bytes (at least
+    /// `needed_len`); `payload_len` bounds the bucket locations.
+    pub fn decode(bytes: &[u8], payload_len: u64) -> Result<DistinctHeader> {
+        let mut d = Decoder::new(bytes);
+        let version = d.u32()?;
+        if version != PAYLOAD_VERSION {
+            return Err(invalid(format!("distinct payload version {version}")));
+        }
+        let k = d.u32()?;
+        if k > MAX_BUCKET_BITS {
+            return Err(invalid(format!("distinct index with {k} bucket bits")));
+        }
+        let flags = d.u32()?;
+        let entries = d.u64()?;
+        let spans = decode_units(&mut d)?;
+        let nb = 1usize << k;
+        if nb.saturating_mul(DIRECTORY_ENTRY) > d.remaining() {
+            return Err(invalid("distinct directory truncated"));
+        }
+        let mut directory = Vec::with_capacity(nb);
+        for _ in 0..nb {
+            directory.push((d.u64()?, d.u32()?, d.u32()?));
+        }
+        let header_len = d.position();
+        let crc = d.u32()?;
+        if crc32c::crc32c(&bytes[..header_len]) != crc {
+            return Err(invalid("distinct header checksum mismatch"));
+        }
+        let header_len = header_len + 4;
+        for &(off, len, _) in &directory {
+            let end = off.checked_add(u64::from(len));
+            if off < header_len as u64 || end.is_none_or(|e| e > payload_len) {
+                return Err(invalid("distinct bucket outside its payload"));
+            }
+        }
+        Ok(DistinctHeader {
+            bucket_bits: k,
+            postings: flags & FLAG_POSTINGS != 0,
+            entries,
+            spans,
+            directory,
+            header_len,
+        })
+    }
+
+    pub fn bucket_of(&self, hash: u64) -> usize {
+        split(hash, self.bucket_bits).0 as usize
+    }
+
+    /// The units holding a value with this hash, from the bytes of its bucket (checked
+    /// against the directory's checksum).
+    pub fn lookup(&self, hash: u64, bucket: &[u8]) -> Result<Vec<u32>> {
+        let (b, fp) = split(hash, self.bucket_bits);
+        let (_, _, crc) = self.directory[b as usize];
+        if crc32c::crc32c(bucket) != crc {
+            return Err(invalid("distinct bucket checksum mismatch"));
+        }
+        let units = self.spans.len() as u64;
+        let mut d = Decoder::new(bucket);
+        while d.remaining() > 0 {
+            let f = d.u32()?;
+            let mut found = Vec::new();
+            if self.postings {
+                let n = d.varint()?;
+                if n > units {
+                    return Err(invalid("distinct postings longer than the unit table"));
+                }
+                let mut u = 0u64;
+                for i in 0..n {
+                    let delta = d.varint()?;
+                    u = if i == 0 {
+                        delta
+                    } else {
+                        u.saturating_add(delta)
+                    };
+                    if u >= units {
+                        return Err(invalid("distinct posting names no unit"));
+                    }
+                    found.push(u as u32);
+                }
+            } else if !self.spans.is_empty() {
+                found.push(0);
+            }
+            if f == fp {
+                return Ok(found);
+            }
+            if f > fp {
+                break;
+            }
+        }
+        Ok(Vec::new())
+    }
+}
+
+/// Every unit's set, fully decoded: for verification and tests.
+pub fn check_all(payload: &[u8]) -> Result<DistinctHeader> {
+    let h = DistinctHeader::decode(payload, payload.len() as u64)?;
+    for &(off, len, crc) in &h.directory {
+        let bytes = &payload[off as usize..(off + u64::from(len)) as usize];
+        if crc32c::crc32c(bytes) != crc {
+            return Err(invalid("distinct bucket checksum mismatch"));
+        }
+    }
+    Ok(h)
+}
+
+/// Unit ids per hash, for unit tests of builders.
+#[cfg(test)]
+pub fn lookup_in(payload: &[u8], hash: u64) -> Vec<u32> {
+    let h = DistinctHeader::decode(payload, payload.len() as u64).unwrap();
+    let (off, len, _) = h.directory[h.bucket_of(hash)];
+    h.lookup(
+        hash,
+        &payload[off as usize..(off + u64::from(len)) as usize],
+    )
+    .unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page<'a>(rg: usize, first: u64, rows: u64, values: &'a [&'a [u8]]) -> PageValues<'a> {
+        PageValues {
+            row_group: rg,
+            first_row: first,
+            rows,
+            row_group_rows: 20,
+            file_rows: 40,
+            nulls: rows.saturating_sub(values.len() as u64),
+            values,
+        }
+    }
+
+    #[test]
+    fn postings_name_the_pages_holding_a_value() {
+        let mut b = DistinctBuilder::new(Granularity::Page);
+        let many: Vec<Vec<u8>> = (0..5000u32).map(|i| i.to_le_bytes().to_vec()).collect();
+        let many: Vec<&[u8]> = many.iter().map(|v| v.as_slice()).collect();
+        b.page(&page(0, 0, 10, &[b"a", b"b", b"a"]));
+        b.page(&page(0, 10, 10, &[b"c"]));
+        b.page(&page(1, 0, 20, &many));
+        b.page(&page(1, 20, 20, &[b"a"]));
+        let payload = b.finish();
+        assert_eq!(lookup_in(&payload, hash_bytes(b"a")), vec![0, 3]);
+        assert_eq!(lookup_in(&payload, hash_bytes(b"c")), vec![1]);
+        assert_eq!(
+            lookup_in(&payload, hash_bytes(&77u32.to_le_bytes())),
+            vec![2]
+        );
+        assert!(lookup_in(&payload, hash_bytes(b"zzz")).is_empty());
+        let h = check_all(&payload).unwrap();
+        assert!(h.bucket_bits > 0, "5000 values get several buckets");
+        assert_eq!(h.entries, 5003);
+    }
+
+    #[test]
+    fn damage_is_caught_by_the_section_checksums() {
+        let mut b = DistinctBuilder::new(Granularity::RowGroup);
+        b.page(&page(0, 0, 20, &[b"x", b"y"]));
+        let payload = b.finish();
+        for i in 0..payload.len() {
+            let mut bad = payload.clone();
+            bad[i] ^= 0x10;
+            assert!(check_all(&bad).is_err(), "flip at {i}");
+        }
+        for n in 0..payload.len() {
+            let _ = DistinctHeader::decode(&payload[..n], n as u64);
+            let _ = DistinctHeader::needed_len(&payload[..n]);
+        }
+    }
+}

@@ -1,0 +1,775 @@
+"""The ``pqindex`` command line: inspect, index add/drop/list/verify, scan, and its errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import io
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pqindex
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from pqindex import cli
+
+N = 3000
+ROW_GROUP = 1000
+
+HAS_INDEX_API = hasattr(pqindex, "add_indexes")
+needs_index_api = pytest.mark.skipif(
+    not HAS_INDEX_API, reason="this pqindex build has no add_indexes/list_indexes/verify"
+)
+
+
+def _table(n: int = N) -> pa.Table:
+    return pa.table(
+        {
+            "k": pa.array(range(n), pa.int64()),
+            "s": [f"s{i % 37:02d}" for i in range(n)],
+            "d": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=i % 400) for i in range(n)]),
+            "m": pa.array([decimal.Decimal(i) / 4 for i in range(n)], pa.decimal128(12, 2)),
+            "b": [bytes([i % 256, 0xAB]) for i in range(n)],
+            "f": [None if i % 11 == 0 else i / 8 for i in range(n)],
+        }
+    )
+
+
+@pytest.fixture
+def arrow_file(data_dir: Path) -> Path:
+    """Written by pyarrow: three row groups, a page index, several pages per chunk."""
+    path = data_dir / "arrow.parquet"
+    pq.write_table(
+        _table(),
+        path,
+        row_group_size=ROW_GROUP,
+        write_page_index=True,
+        data_page_size=1024,
+        write_batch_size=100,
+    )
+    return path
+
+
+@pytest.fixture
+def plain_file(data_dir: Path) -> Path:
+    """Written with pyarrow's defaults: no page index, no bloom filters."""
+    path = data_dir / "plain.parquet"
+    pq.write_table(_table(), path, row_group_size=ROW_GROUP)
+    return path
+
+
+@pytest.fixture
+def pqindex_file(data_dir: Path) -> Path:
+    """Written by pqindex: pages of 250 rows and a Parquet bloom filter on ``k``."""
+    path = data_dir / "pqindex.parquet"
+    pqindex.write(
+        _table(), path, row_group_size=ROW_GROUP, page_row_limit=250, bloom_filter_columns=["k"]
+    )
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    """``main`` on ``argv``: exit status, stdout, stderr."""
+    code = cli.main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, Any]:
+    """``main`` on ``argv`` plus ``--json``: exit status and the parsed document."""
+    code, out, err = run(capsys, *argv, "--json")
+    assert "Traceback" not in err
+    return code, json.loads(out)
+
+
+def assert_one_line_error(code: int, out: str, err: str, *fragments: str) -> None:
+    assert code == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("pqindex: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+# --- inspect -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", ["arrow_file", "plain_file", "pqindex_file"])
+def test_inspect_json_matches_pyarrow(
+    fixture: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path: Path = request.getfixturevalue(fixture)
+    code, doc = run_json(capsys, "inspect", path)
+    assert code == 0
+    md = pq.ParquetFile(path).metadata
+    data = path.read_bytes()
+    assert doc["num_rows"] == md.num_rows == N
+    assert doc["num_row_groups"] == md.num_row_groups == N // ROW_GROUP
+    assert doc["created_by"] == md.created_by
+    assert doc["size_bytes"] == len(data)
+    assert doc["footer_length"] == struct.unpack("<I", data[-8:-4])[0] == md.serialized_size
+    for i, rg in enumerate(doc["row_groups"]):
+        assert rg["num_rows"] == md.row_group(i).num_rows
+        assert rg["total_byte_size"] == md.row_group(i).total_byte_size
+    assert [c["column"] for c in doc["columns"]] == md.schema.names
+    for j, col in enumerate(doc["columns"]):
+        chunks = [md.row_group(i).column(j) for i in range(md.num_row_groups)]
+        assert col["physical_type"] == chunks[0].physical_type
+        assert col["compressed_size"] == sum(c.total_compressed_size for c in chunks)
+        assert set(col["encodings"]) == {e for c in chunks for e in c.encodings}
+        assert col["has_statistics"] == all(c.is_stats_set for c in chunks)
+        assert col["has_page_index"] == all(c.has_offset_index for c in chunks)
+        assert col["has_bloom_filter"] == all(c.bloom_filter_offset is not None for c in chunks)
+        if col["has_bloom_filter"]:
+            assert col["bloom_filter_length"] == sum(c.bloom_filter_length for c in chunks)
+    assert doc["indexes"] == [] and doc["index_bytes"] == 0
+
+
+def test_inspect_flags_per_file(
+    arrow_file: Path, plain_file: Path, pqindex_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, arrow = run_json(capsys, "inspect", arrow_file)
+    _, plain = run_json(capsys, "inspect", plain_file)
+    _, ours = run_json(capsys, "inspect", pqindex_file)
+    assert all(c["has_page_index"] and not c["has_bloom_filter"] for c in arrow["columns"])
+    assert not any(c["has_page_index"] for c in plain["columns"])
+    assert all(c["pages"] is None for c in plain["column_chunks"])
+    bloom = {c["column"]: c["has_bloom_filter"] for c in ours["columns"]}
+    assert bloom == {"k": True, "s": False, "d": False, "m": False, "b": False, "f": False}
+
+
+def test_inspect_pages_per_chunk(pqindex_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, doc = run_json(capsys, "inspect", pqindex_file)
+    pages = pqindex.read_metadata(pqindex_file).pages().to_pylist()
+    for chunk in doc["column_chunks"]:
+        listed = [
+            p
+            for p in pages
+            if (p["row_group"], p["column"]) == (chunk["row_group"], chunk["column"])
+        ]
+        assert chunk["pages"] == len(listed) == ROW_GROUP // 250
+    code, out, _ = run(capsys, "inspect", pqindex_file)
+    assert code == 0
+    assert re.search(r"^page index \(pages per column chunk\)$", out, re.M)
+    assert re.search(r"^k\s+3\s+12\s+4\s+4\.0\s+4$", out, re.M)
+
+
+def test_inspect_text(arrow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "inspect", arrow_file)
+    assert code == 0 and err == ""
+    md = pq.ParquetFile(arrow_file).metadata
+    size = arrow_file.stat().st_size
+    assert re.search(rf"^file\s+{re.escape(str(arrow_file))}$", out, re.M)
+    assert re.search(rf"^size\s+{size} bytes \(", out, re.M)
+    assert re.search(rf"^rows\s+{N}$", out, re.M)
+    assert re.search(r"^row groups\s+3$", out, re.M)
+    assert re.search(rf"^created by\s+{re.escape(md.created_by)}$", out, re.M)
+    assert re.search(rf"^footer length\s+{md.serialized_size} bytes$", out, re.M)
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        assert re.search(rf"^\s*{i}\s+{rg.num_rows}\s+{rg.total_byte_size}\s+\d+$", out, re.M)
+    k_size = sum(md.row_group(i).column(0).total_compressed_size for i in range(3))
+    assert re.search(rf"^k\s+INT64\s+-\s+{k_size}\s+\S+\s+yes\s+yes\s+no\s+-$", out, re.M)
+    assert re.search(r"^s\s+BYTE_ARRAY\s+String\s+\d+", out, re.M)
+    assert "embedded indexes: none" in out
+
+
+def test_inspect_without_statistics_or_page_index(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = data_dir / "bare.parquet"
+    pq.write_table(_table(), path, row_group_size=ROW_GROUP, write_statistics=False)
+    code, out, _ = run(capsys, "inspect", path)
+    assert code == 0
+    assert re.search(r"^k\s+INT64\s+-\s+\d+\s+\S+\s+no\s+no\s+no\s+-$", out, re.M)
+    assert "page index: none" in out
+    _, doc = run_json(capsys, "inspect", path)
+    assert not any(c["has_statistics"] for c in doc["columns"])
+
+
+def test_inspect_reports_embedded_locators(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    locators = [
+        {"kind": "distinct", "columns": ["k"], "granularity": "page", "offset": 4, "length": 300},
+        {"kind": "bloom", "columns": ["s"], "granularity": "row_group", "offset": 9, "length": 52},
+    ]
+    extra = {
+        f"pqindex.index.{n}": json.dumps({**loc, "checksum": 7, "version": 1})
+        for n, loc in zip((10, 2), locators, strict=True)
+    }
+    extra["pqindex.index.5"] = "not json"
+    extra["pqindex.indexes"] = "ignored: not a locator key"
+    path = data_dir / "located.parquet"
+    pq.write_table(_table().replace_schema_metadata(extra), path, row_group_size=ROW_GROUP)
+    size = path.stat().st_size
+
+    code, doc = run_json(capsys, "inspect", path)
+    assert code == 0
+    assert [loc["key"] for loc in doc["indexes"]] == [
+        "pqindex.index.2",
+        "pqindex.index.5",
+        "pqindex.index.10",
+    ]
+    assert {k: doc["indexes"][0][k] for k in locators[1]} == locators[1]
+    assert "not a JSON object" in doc["indexes"][1]["error"]
+    assert {k: doc["indexes"][2][k] for k in locators[0]} == locators[0]
+    assert doc["index_bytes"] == 352
+    assert doc["index_share"] == pytest.approx(352 / size)
+
+    _, out, _ = run(capsys, "inspect", path)
+    assert f"embedded indexes: 3, 352 bytes ({100 * 352 / size:.2f}% of the file)" in out
+    assert re.search(r"^distinct\s+k\s+page\s+4\s+300\s+-$", out, re.M)
+    assert re.search(r"^bloom\s+s\s+row_group\s+9\s+52\s+-$", out, re.M)
+
+
+# --- scan ----------------------------------------------------------------------------------
+
+FILTERS = [
+    ("k < 100 AND s = 's03'", (pc.field("k") < 100) & (pc.field("s") == "s03")),
+    ("f IS NULL AND k >= 2500", pc.field("f").is_null() & (pc.field("k") >= 2500)),
+    (
+        "k IN (5, 1500, 2999) OR s = 's36'",
+        pc.field("k").isin([5, 1500, 2999]) | (pc.field("s") == "s36"),
+    ),
+    (
+        "d BETWEEN DATE '2020-02-01' AND DATE '2020-02-03'",
+        (pc.field("d") >= dt.date(2020, 2, 1)) & (pc.field("d") <= dt.date(2020, 2, 3)),
+    ),
+    ("k > 100000", pc.field("k") > 100000),
+]
+
+
+@pytest.mark.parametrize(("where", "expr"), FILTERS, ids=[w for w, _ in FILTERS])
+@pytest.mark.parametrize("fixture", ["arrow_file", "pqindex_file"])
+def test_scan_rows_equal_pyarrow(
+    where: str,
+    expr: Any,
+    fixture: str,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path: Path = request.getfixturevalue(fixture)
+    code, doc = run_json(
+        capsys, "scan", path, "--where", where, "--columns", "k,s,f", "--limit", "100000"
+    )
+    assert code == 0
+    expected = (
+        pq.read_table(path, columns=["k", "s", "f", "d"]).filter(expr).select(["k", "s", "f"])
+    )
+    assert doc["num_rows"] == expected.num_rows
+    assert doc["rows"] == expected.to_pylist()
+    assert doc["metrics"]["rows_matched"] == expected.num_rows
+    assert doc["explain"].startswith("pqindex scan")
+
+
+def test_scan_json_values_are_strings_where_json_has_no_type(
+    arrow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, doc = run_json(capsys, "scan", arrow_file, "--where", "k = 7")
+    assert code == 0
+    assert doc["rows"] == [
+        {"k": 7, "s": "s07", "d": "2020-01-08", "m": "1.75", "b": "07ab", "f": 0.875}
+    ]
+
+
+def test_scan_json_non_finite_floats(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = data_dir / "floats.parquet"
+    pq.write_table(pa.table({"x": [float("nan"), float("inf"), -float("inf"), 1.0]}), path)
+    code, out, _ = run(capsys, "scan", path, "--json")
+    assert code == 0
+    assert [r["x"] for r in json.loads(out)["rows"]] == ["nan", "inf", "-inf", 1.0]
+
+
+def test_scan_text_limit_and_count(arrow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys, "scan", arrow_file, "--where", "k >= 10", "--columns", "k,s", "--limit", "5"
+    )
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0].split() == ["k", "s"]
+    assert [line.split() for line in lines[2:7]] == [
+        [str(k), f"s{k % 37:02d}"] for k in range(10, 15)
+    ]
+    assert lines[7] == f"(first 5 of {N - 10} rows)"
+    assert len(lines) == 8
+
+
+def test_scan_text_default_limit_and_nulls(
+    arrow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "scan", arrow_file, "--columns", "k,f")
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) == 2 + 20 + 1
+    assert lines[2].split() == ["0", "null"]
+    assert lines[-1] == f"(first 20 of {N} rows)"
+
+
+def test_scan_count_only(arrow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "scan", arrow_file, "--where", "k < 1", "--columns", "")
+    assert code == 0
+    assert out == "(1 row)\n"
+
+
+def test_scan_explain_before_rows_metrics_after(
+    arrow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "scan", arrow_file, "--where", "k = 1234", "--explain", "--metrics")
+    assert code == 0
+    plan, rows, metrics = out.index("pqindex scan"), out.index("(1 row)"), out.index("metric")
+    assert plan < rows < metrics
+    assert "where:       k = 1234" in out
+    assert re.search(r"^rows_matched\s+1$", out, re.M)
+    assert re.search(r"^row_groups_pruned_by_stats\s+2$", out, re.M)
+
+
+def test_scan_columns_order(arrow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = run_json(capsys, "scan", arrow_file, "--where", "k = 3", "--columns", "s, k")
+    assert code == 0
+    assert [list(r.items()) for r in doc["rows"]] == [[("s", "s03"), ("k", 3)]]
+
+
+def test_scan_directory_skips_hidden(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = _table(100)
+    pq.write_table(table, data_dir / "a.parquet")
+    (data_dir / "sub").mkdir()
+    pq.write_table(table, data_dir / "sub" / "b.parquet")
+    pq.write_table(table, data_dir / "_ignored.parquet")
+    (data_dir / "_SUCCESS").write_text("")
+    code, doc = run_json(capsys, "scan", data_dir, "--where", "k < 10", "--limit", "0")
+    assert code == 0
+    assert doc["rows"] == []
+    assert doc["num_rows"] == 20
+    assert doc["metrics"]["files"] == 2
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def truncated(arrow_file: Path, data_dir: Path) -> Path:
+    path = data_dir / "truncated.parquet"
+    data = arrow_file.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["scan"], ["scan", "--json"]])
+def test_missing_file(
+    command: list[str], data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, *command, data_dir / "nope.parquet")
+    assert_one_line_error(code, out, err, "nope.parquet")
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["scan"], ["inspect", "--json"]])
+def test_truncated_file(
+    command: list[str], truncated: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, *command, truncated)
+    assert_one_line_error(code, out, err, "truncated.parquet", "not a Parquet file")
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--where", "k <<< 3"], "cannot parse predicate"),
+        (["--where", "nope = 1"], "unknown column nope"),
+        (["--where", "s = 1 +"], "cannot parse predicate"),
+        (["--columns", "k,nope"], "nope"),
+    ],
+)
+def test_bad_scan_arguments(
+    args: list[str], fragment: str, arrow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "scan", arrow_file, *args)
+    assert_one_line_error(code, out, err, fragment)
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["scan", "x.parquet", "--limit", "-1"], "must be 0 or more"),
+        (["index", "add", "x.parquet", "--bloom", "k:bogus"], "granularity must be one of"),
+        (["index", "add", "x.parquet", "--bloom", "k:page:2"], "false positive rate"),
+        (["index", "add", "x.parquet", "--distinct", "k:page:0.1"], "expected COL[:GRAN]"),
+        (["index", "drop", "x.parquet", "--kind", "nope"], "invalid choice"),
+        (["index"], "required"),
+        ([], "required"),
+    ],
+)
+def test_usage_errors_return_2(
+    argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert fragment in err and "Traceback" not in err
+
+
+def test_index_add_needs_an_index(arrow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "index", "add", arrow_file)
+    assert_one_line_error(code, out, err, "at least one of --distinct, --bloom, --hll")
+
+
+def test_help_returns_0(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "scan", "--help")
+    assert code == 0
+    assert "--where SQL" in out
+
+
+def test_module_entry_point(arrow_file: Path, data_dir: Path) -> None:
+    command = [sys.executable, "-m", "pqindex.cli", "inspect"]
+    ok = subprocess.run([*command, str(arrow_file), "--json"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["num_rows"] == N
+    missing = subprocess.run(
+        [*command, str(data_dir / "nope.parquet")], capture_output=True, text=True
+    )
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("pqindex: error: ") and missing.stderr.count("\n") == 1
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def test_index_specs() -> None:
+    assert cli.parse_distinct("k") == cli.IndexSpec("distinct", "k", "page")
+    assert cli.parse_distinct("a.b:file") == cli.IndexSpec("distinct", "a.b", "file")
+    assert cli.parse_bloom("s") == cli.IndexSpec("bloom", "s", "row_group", 0.01)
+    assert cli.parse_bloom("s:page:0.001") == cli.IndexSpec("bloom", "s", "page", 0.001)
+    assert cli.parse_bloom("s::0.05") == cli.IndexSpec("bloom", "s", "row_group", 0.05)
+    assert cli.parse_hll("k") == cli.IndexSpec("hll", "k")
+    for parse, text in [
+        (cli.parse_hll, "k:page"),
+        (cli.parse_distinct, ":page"),
+        (cli.parse_bloom, "s:page:x"),
+    ]:
+        with pytest.raises(Exception, match=r"expected|false positive"):
+            parse(text)
+
+
+def test_expand_paths(data_dir: Path) -> None:
+    for rel in [
+        "a.parquet",
+        "sub/b.parquet",
+        "sub/deeper/c.parquet",
+        "_tmp/x.parquet",
+        ".hidden/y.parquet",
+        "sub/_z.parquet",
+        "sub/.w.parquet",
+        "notes.txt",
+    ]:
+        (data_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (data_dir / rel).write_text("")
+    explicit = data_dir / "notes.txt"
+    found = cli.expand_paths([str(data_dir), str(explicit)])
+    assert [os.path.relpath(p, data_dir) for p in found] == [
+        "a.parquet",
+        os.path.join("sub", "b.parquet"),
+        os.path.join("sub", "deeper", "c.parquet"),
+        "notes.txt",
+    ]
+    with pytest.raises(FileNotFoundError):
+        cli.expand_paths([str(data_dir / "missing")])
+    (data_dir / "empty" / "_tmp").mkdir(parents=True)
+    (data_dir / "empty" / "_tmp" / "x.parquet").write_text("")
+    with pytest.raises(cli.CliError, match="no Parquet files"):
+        cli.expand_paths([str(data_dir / "empty")])
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_on_a_terminal() -> None:
+    stream = _Terminal()
+    with cli.ProgressBar(4, stream, width=8) as bar:
+        for done in range(1, 5):
+            bar.update(done)
+    assert stream.getvalue() == (
+        "\r[........] 0/4 files\r[##......] 1/4 files\r[####....] 2/4 files"
+        "\r[######..] 3/4 files\r[########] 4/4 files\n"
+    )
+
+
+def test_progress_bar_silent_off_terminal_or_for_one_file() -> None:
+    for stream, total in [(io.StringIO(), 4), (_Terminal(), 1)]:
+        with cli.ProgressBar(total, stream) as bar:
+            bar.update(total)
+        assert stream.getvalue() == ""
+
+
+# --- index commands over a stand-in API (the per-file plumbing) ----------------------------
+
+
+@pytest.fixture
+def stand_in_api(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    """Replaces pqindex's index functions with ones that record their calls and fail on
+    files named ``bad*``, to check how the commands report per-file results."""
+    calls: dict[str, list[Any]] = {"add": [], "drop": []}
+    stored: dict[str, list[dict[str, Any]]] = {}
+
+    def check(path: str) -> None:
+        if Path(path).name.startswith("bad"):
+            raise pqindex.InvalidFileError(f"{path}: not a Parquet file:\nsecond line")
+
+    def add_indexes(path: str, indexes: list[Any]) -> dict[str, Any]:
+        check(path)
+        calls["add"].append((path, indexes))
+        stored[path] = [
+            {"kind": kind, "columns": [col], "granularity": gran, "offset": 4, "length": 40}
+            for kind, col, gran in indexes
+        ]
+        return {
+            "path": path,
+            "indexes": stored[path],
+            "bytes_before": 100,
+            "bytes_after": 180,
+            "seconds": 0.25,
+            "dropped_damaged": ["hll(k) file"],
+        }
+
+    def drop_indexes(path: str, **filters: Any) -> dict[str, Any]:
+        check(path)
+        calls["drop"].append((path, filters))
+        stored[path] = [loc for loc in stored.get(path, []) if loc["kind"] != filters["kind"]]
+        return {
+            "path": path,
+            "indexes": stored[path],
+            "bytes_before": 180,
+            "bytes_after": 140,
+            "seconds": 0.5,
+            "dropped_damaged": [],
+        }
+
+    def list_indexes(path: str) -> list[dict[str, Any]]:
+        check(path)
+        return list(stored.get(path, []))
+
+    def verify(path: str) -> list[dict[str, Any]]:
+        check(path)
+        return [
+            {
+                **loc,
+                "ok": loc["kind"] != "bloom",
+                "error": None if loc["kind"] != "bloom" else "checksum mismatch",
+            }
+            for loc in stored.get(path, [])
+        ]
+
+    for name, func in [
+        ("add_indexes", add_indexes),
+        ("drop_indexes", drop_indexes),
+        ("list_indexes", list_indexes),
+        ("verify", verify),
+    ]:
+        monkeypatch.setattr(pqindex, name, func, raising=False)
+    monkeypatch.setattr(pqindex, "DistinctIndex", lambda c, g: ("distinct", c, g), raising=False)
+    monkeypatch.setattr(pqindex, "BloomIndex", lambda c, g, f: ("bloom", c, g), raising=False)
+    monkeypatch.setattr(pqindex, "HllIndex", lambda c: ("hll", c, "file"), raising=False)
+    return calls
+
+
+@pytest.fixture
+def three_files(data_dir: Path) -> list[Path]:
+    paths = [data_dir / "a.parquet", data_dir / "bad.parquet", data_dir / "c.parquet"]
+    for path in paths:
+        path.write_text("")
+    return paths
+
+
+def test_add_continues_after_a_failed_file(
+    stand_in_api: dict[str, list[Any]],
+    three_files: list[Path],
+    data_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, doc = run_json(
+        capsys, "index", "add", data_dir, "--distinct", "k", "--bloom", "s:page:0.05"
+    )
+    assert code == 1
+    assert [p for p, _ in stand_in_api["add"]] == [str(three_files[0]), str(three_files[2])]
+    assert stand_in_api["add"][0][1] == [("distinct", "k", "page"), ("bloom", "s", "page")]
+    assert doc["failed"] == 1
+    good, bad, _ = doc["files"]
+    assert bad["error"] == f"{three_files[1]}: not a Parquet file:; second line"
+    assert good["error"] is None and len(good["added"]) == 2
+    assert (good["bytes_before"], good["bytes_after"]) == (100, 180)
+
+    code, out, err = run(capsys, "index", "add", three_files[0], "--hll", "k")
+    assert code == 0 and err == ""
+    assert re.search(r"a\.parquet\s+hll\(k\) file\s+1\s+100\s+180\s+0\.25\s+-$", out, re.M)
+    assert "note: " in out and "dropped a damaged index: hll(k) file" in out
+
+
+def test_drop_reports_what_went(
+    stand_in_api: dict[str, list[Any]], three_files: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run(capsys, "index", "add", three_files[0], "--distinct", "k", "--bloom", "s")
+    code, doc = run_json(
+        capsys, "index", "drop", three_files[0], "--kind", "bloom", "--column", "s"
+    )
+    assert code == 0
+    assert stand_in_api["drop"] == [
+        (str(three_files[0]), {"kind": "bloom", "columns": ["s"], "granularity": None})
+    ]
+    (result,) = doc["files"]
+    assert [d["kind"] for d in result["dropped"]] == ["bloom"]
+    assert [i["kind"] for i in result["indexes"]] == ["distinct"]
+
+
+def test_list_and_verify_over_files(
+    stand_in_api: dict[str, list[Any]],
+    three_files: list[Path],
+    data_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    run(capsys, "index", "add", three_files[0], "--distinct", "k")
+    code, out, _ = run(capsys, "index", "list", data_dir)
+    assert code == 1
+    assert re.search(r"a\.parquet\s+distinct\s+k\s+page\s+4\s+40\s+-$", out, re.M)
+    assert re.search(r"bad\.parquet\s+-(\s+-){4}\s+.*not a Parquet file", out, re.M)
+    assert re.search(r"c\.parquet\s+\(none\)", out, re.M)
+
+    code, out, _ = run(capsys, "index", "verify", three_files[0])
+    assert code == 0 and "1 indexes in 1 files: 0 damaged" in out
+    run(capsys, "index", "add", three_files[2], "--bloom", "s")
+    code, doc = run_json(capsys, "index", "verify", three_files[0], three_files[2])
+    assert code == 1
+    assert (doc["damaged"], doc["failed"], doc["ok"]) == (1, 0, False)
+    code, out, _ = run(capsys, "index", "verify", three_files[2])
+    assert code == 1
+    assert re.search(r"bloom\s+s\s+row_group\s+4\s+40\s+DAMAGED\s+checksum mismatch$", out, re.M)
+
+
+# --- index commands against the real API ---------------------------------------------------
+
+QUERIES = ["k = 1234", "s = 's07' AND k > 2000", "s IN ('s01', 's02') AND k < 300", "k > 5000"]
+
+
+def _scan_results(capsys: pytest.CaptureFixture[str], path: Path) -> list[Any]:
+    results = []
+    for where in QUERIES:
+        code, doc = run_json(capsys, "scan", path, "--where", where, "--limit", "100000")
+        assert code == 0
+        results.append(doc["rows"])
+    return results
+
+
+def _flip_byte(path: Path, offset: int) -> None:
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 0xFF]))
+
+
+@needs_index_api
+def test_index_lifecycle(arrow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline = _scan_results(capsys, arrow_file)
+    assert [len(rows) for rows in baseline] == [1, 27, 18, 0]
+    size_before = arrow_file.stat().st_size
+
+    code, doc = run_json(capsys, "index", "add", arrow_file, "--distinct", "k", "--bloom", "s")
+    assert code == 0, doc
+    (added,) = doc["files"]
+    assert added["error"] is None
+    assert added["bytes_before"] == size_before
+    assert added["bytes_after"] == arrow_file.stat().st_size > size_before
+    kinds = {(loc["kind"], tuple(loc["columns"]), loc["granularity"]) for loc in added["added"]}
+    assert kinds == {("distinct", ("k",), "page"), ("bloom", ("s",), "row_group")}
+    assert _scan_results(capsys, arrow_file) == baseline
+
+    code, listed = run_json(capsys, "index", "list", arrow_file)
+    assert code == 0
+    (entry,) = listed["files"]
+    assert len(entry["indexes"]) == 2
+    _, inspected = run_json(capsys, "inspect", arrow_file)
+    in_footer = [{k: v for k, v in loc.items() if k != "key"} for loc in inspected["indexes"]]
+    assert sorted(in_footer, key=lambda loc: loc["offset"]) == sorted(
+        entry["indexes"], key=lambda loc: loc["offset"]
+    )
+    assert inspected["index_bytes"] == sum(loc["length"] for loc in entry["indexes"])
+
+    code, checked = run_json(capsys, "index", "verify", arrow_file)
+    assert code == 0 and checked["ok"] and checked["damaged"] == 0
+    assert all(loc["ok"] for loc in checked["files"][0]["indexes"])
+
+    distinct = next(loc for loc in entry["indexes"] if loc["kind"] == "distinct")
+    _flip_byte(arrow_file, distinct["offset"] + 20)
+    code, checked = run_json(capsys, "index", "verify", arrow_file)
+    assert code == 1 and checked["damaged"] == 1 and not checked["ok"]
+    status = {loc["kind"]: (loc["ok"], loc["error"]) for loc in checked["files"][0]["indexes"]}
+    assert status["bloom"] == (True, None)
+    assert status["distinct"][0] is False and status["distinct"][1]
+    code, out, _ = run(capsys, "index", "verify", arrow_file)
+    assert code == 1
+    assert re.search(r"distinct\s+k\s+page\s+\d+\s+\d+\s+DAMAGED", out)
+    assert _scan_results(capsys, arrow_file) == baseline
+
+    code, dropped = run_json(capsys, "index", "drop", arrow_file)
+    assert code == 0
+    assert dropped["files"][0]["indexes"] == []
+    code, listed = run_json(capsys, "index", "list", arrow_file)
+    assert code == 0 and listed["files"][0]["indexes"] == []
+    assert _scan_results(capsys, arrow_file) == baseline
+
+
+@needs_index_api
+def test_index_drop_with_filters(arrow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = run(
+        capsys,
+        "index",
+        "add",
+        arrow_file,
+        "--distinct",
+        "k",
+        "--distinct",
+        "s:row_group",
+        "--bloom",
+        "s",
+    )
+    assert code == 0
+    code, doc = run_json(capsys, "index", "drop", arrow_file, "--kind", "bloom")
+    assert code == 0
+    assert [d["kind"] for d in doc["files"][0]["dropped"]] == ["bloom"]
+    code, doc = run_json(capsys, "index", "drop", arrow_file, "--column", "s")
+    assert code == 0
+    assert [(d["kind"], d["columns"]) for d in doc["files"][0]["dropped"]] == [("distinct", ["s"])]
+    remaining = pqindex.list_indexes(arrow_file)
+    assert [(loc["kind"], loc["columns"], loc["granularity"]) for loc in remaining] == [
+        ("distinct", ["k"], "page")
+    ]
+
+
+@needs_index_api
+def test_index_add_directory_with_a_bad_file(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ["a.parquet", "c.parquet"]:
+        pq.write_table(_table(500), data_dir / name, write_page_index=True, row_group_size=250)
+    (data_dir / "b.parquet").write_text("not parquet at all\n" * 10)
+    (data_dir / "_SUCCESS").write_text("")
+    code, out, err = run(capsys, "index", "add", data_dir, "--distinct", "k", "--hll", "s")
+    assert code == 1
+    assert "1 of 3 files failed" in err and "Traceback" not in err
+    rows = {Path(line.split()[0]).name: line for line in out.splitlines()[2:]}
+    for good in ["a.parquet", "c.parquet"]:
+        assert "distinct(k) page" in rows[good] and "hll(s)" in rows[good]
+        assert re.search(r"\s2\s+\d+\s+\d+\s+\d+\.\d\d\s+-$", rows[good])
+    assert re.search(r"^\S+(\s+-){5}\s+\S", rows["b.parquet"])
+    code, listed = run_json(capsys, "index", "list", data_dir / "a.parquet", data_dir / "c.parquet")
+    assert code == 0
+    assert [len(f["indexes"]) for f in listed["files"]] == [2, 2]
