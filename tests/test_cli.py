@@ -604,7 +604,7 @@ def test_add_continues_after_a_failed_file(
     assert stand_in_api["add"][0][1] == [("distinct", "k", "page"), ("bloom", "s", "page")]
     assert doc["failed"] == 1
     good, bad, _ = doc["files"]
-    assert bad["error"] == f"{three_files[1]}: not a Parquet file:; second line"
+    assert bad["error"] == f"{three_files[1]}: not a Parquet file: second line"
     assert good["error"] is None and len(good["added"]) == 2
     assert (good["bytes_before"], good["bytes_after"]) == (100, 180)
 

@@ -2,6 +2,7 @@
 
 from pqindex._errors import (
     FileChangedError,
+    IndexWarning,
     InvalidArgumentError,
     InvalidFileError,
     InvalidIndexError,
@@ -13,21 +14,37 @@ from pqindex._errors import (
     StorageError,
     UnsupportedError,
 )
+from pqindex._indexes import (
+    BloomIndex,
+    DistinctIndex,
+    HllIndex,
+    IndexDefinition,
+    add_indexes,
+    drop_indexes,
+)
 from pqindex._native import (
     FileMetadata,
     Scan,
     __version__,
+    approx_distinct,
     clear_metadata_cache,
+    list_indexes,
     metadata_cache_info,
     read_metadata,
     scan,
     set_metadata_cache_capacity,
-    write,
+    verify,
 )
+from pqindex._write import write
 
 __all__ = [
+    "BloomIndex",
+    "DistinctIndex",
     "FileChangedError",
     "FileMetadata",
+    "HllIndex",
+    "IndexDefinition",
+    "IndexWarning",
     "InvalidArgumentError",
     "InvalidFileError",
     "InvalidIndexError",
@@ -40,10 +57,15 @@ __all__ = [
     "StorageError",
     "UnsupportedError",
     "__version__",
+    "add_indexes",
+    "approx_distinct",
     "clear_metadata_cache",
+    "drop_indexes",
+    "list_indexes",
     "metadata_cache_info",
     "read_metadata",
     "scan",
     "set_metadata_cache_capacity",
+    "verify",
     "write",
 ]

@@ -47,3 +47,8 @@ class StorageError(PqindexError, OSError):
 
 class ScanConsumedError(PqindexError):
     """The rows of a scan were already consumed."""
+
+
+class IndexWarning(UserWarning):
+    """An embedded index was skipped (damaged, of an unknown version, or not describing its
+    file); the scan planned without it and its results are still exact."""

@@ -127,7 +127,7 @@ def human_bytes(n: int) -> str:
 def error_message(exc: BaseException) -> str:
     """An exception's message on one line, so each error is one line of stderr."""
     lines = [part.strip() for part in str(exc).splitlines() if part.strip()]
-    return "; ".join(lines) or type(exc).__name__
+    return " ".join(lines) or type(exc).__name__
 
 
 # --- files and progress --------------------------------------------------------------------
@@ -643,8 +643,8 @@ def cmd_index_verify(args: argparse.Namespace) -> int:
     else:
         headers = ["file", "kind", "columns", "granularity", "offset", "length", "status"]
         print(format_table([*headers, "error"], _locator_rows(results, with_status=True)))
-        print(f"{len(checked)} indexes in {len(results)} files: {damaged} damaged, ", end="")
-        print(f"{failed} files unreadable")
+        counts = f"{damaged} damaged, {failed} files unreadable"
+        print(f"{len(checked)} indexes in {len(results)} files: {counts}")
     return 1 if failed or damaged else 0
 
 

@@ -1,6 +1,7 @@
 //! The `pqindex._native` extension module: thin bindings over `pqindex-core`.
 
 mod error;
+mod index;
 mod metadata;
 mod pyarrow;
 mod runtime;
@@ -22,5 +23,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(metadata::set_metadata_cache_capacity, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::clear_metadata_cache, m)?)?;
     m.add_function(wrap_pyfunction!(write::write, m)?)?;
+    m.add_function(wrap_pyfunction!(index::add_indexes, m)?)?;
+    m.add_function(wrap_pyfunction!(index::drop_indexes, m)?)?;
+    m.add_function(wrap_pyfunction!(index::list_indexes, m)?)?;
+    m.add_function(wrap_pyfunction!(index::verify, m)?)?;
+    m.add_function(wrap_pyfunction!(index::approx_distinct, m)?)?;
     Ok(())
 }

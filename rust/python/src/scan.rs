@@ -188,6 +188,12 @@ impl PyScan {
         self.scan.now_ns
     }
 
+    /// Embedded indexes planning skipped (damaged, unknown version, not this file's).
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.scan.warnings.clone()
+    }
+
     /// What each pruning level ruled out, and what reading has fetched so far.
     fn explain(&self) -> String {
         self.scan.explain()
@@ -257,6 +263,19 @@ fn arrow_to_core(e: arrow_schema::ArrowError) -> Error {
     }
 }
 
+/// Report each embedded index the plan could not use as a `pqindex.IndexWarning`.
+fn warn_skipped_indexes(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
+    if warnings.is_empty() {
+        return Ok(());
+    }
+    let category = py.import("pqindex._errors")?.getattr("IndexWarning")?;
+    for w in warnings {
+        let msg = std::ffi::CString::new(w.replace('\0', " "))?;
+        PyErr::warn(py, &category, &msg, 1)?;
+    }
+    Ok(())
+}
+
 /// Plan a scan of `source`, pruning with `where`.
 #[pyfunction]
 #[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None))]
@@ -280,5 +299,6 @@ pub fn scan(
         Scan::plan(&paths, &opts, global_cache(), cancel)
     })?
     .py()?;
+    warn_skipped_indexes(py, &planned.warnings)?;
     Ok(PyScan::new(planned))
 }

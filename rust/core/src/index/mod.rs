@@ -12,3 +12,5 @@ pub mod hll;
 pub mod locator;
 pub mod probe;
 pub mod units;
+pub mod approx_distinct;
+pub mod verify;

@@ -23,7 +23,7 @@ use crate::prune::bloom::{is_probe, leaf_may_match};
 use crate::prune::row_ranges::RowRanges;
 
 /// First read of a distinct index: usually the whole header and directory.
-const HEADER_GUESS: usize = 64 * 1024;
+const HEADER_GUESS: usize = 32 * 1024;
 
 /// Which rows of a file may satisfy one leaf.
 #[derive(Debug, Clone)]

@@ -1,0 +1,76 @@
+//! Checking every embedded index of a file in full: container checksum, payload structure
+//! and that its units describe this file's row groups.
+
+use std::sync::Arc;
+
+use parquet::file::metadata::ParquetMetaData;
+
+use crate::error::{Error, Result};
+use crate::index::bloom::BloomIndex;
+use crate::index::codec::invalid;
+use crate::index::container::IndexKind;
+use crate::index::distinct;
+use crate::index::hll::HllIndex;
+use crate::index::locator::{locators, Locator};
+use crate::index::units::{spans_fit, UnitSpan};
+use crate::io::{IoStats, LocalFile};
+use crate::metadata::read_footer;
+
+/// The outcome of checking one footer entry.
+pub struct Checked {
+    pub key: String,
+    pub locator: Option<Locator>,
+    pub error: Option<String>,
+}
+
+/// Check every `pqindex.index.*` entry of the file at `path`.
+pub fn verify(path: &str) -> Result<Vec<Checked>> {
+    let file = LocalFile::open(path, Arc::new(IoStats::default()))?;
+    let md = read_footer(&file)?;
+    let body_end = crate::append::footer_start(&file)?;
+    Ok(locators(md.file_metadata().key_value_metadata())
+        .into_iter()
+        .map(|(key, parsed)| match parsed {
+            Err(e) => Checked {
+                key,
+                locator: None,
+                error: Some(e.to_string()),
+            },
+            Ok(l) => {
+                let error = check(&file, &md, &l, body_end).err().map(|e| e.to_string());
+                Checked {
+                    key,
+                    locator: Some(l),
+                    error,
+                }
+            }
+        })
+        .collect())
+}
+
+fn check(file: &LocalFile, md: &ParquetMetaData, l: &Locator, body_end: u64) -> Result<()> {
+    let payload = l.read_payload(file, body_end)?;
+    let spans: Vec<UnitSpan> = match IndexKind::from_name(&l.kind) {
+        Some(IndexKind::Bloom) => BloomIndex::decode(&payload)?.spans,
+        Some(IndexKind::Distinct) => distinct::check_all(&payload)?.spans,
+        Some(IndexKind::Sketch) => HllIndex::decode(&payload)?.spans,
+        _ => return Err(invalid(format!("unknown index kind {:?}", l.kind))),
+    };
+    let rg_rows: Vec<u64> = md
+        .row_groups()
+        .iter()
+        .map(|r| r.num_rows().max(0) as u64)
+        .collect();
+    if !spans_fit(&spans, &rg_rows, md.file_metadata().num_rows().max(0) as u64) {
+        return Err(Error::InvalidIndex(
+            "its units do not match the file's row groups".into(),
+        ));
+    }
+    let leaf_exists = (0..md.file_metadata().schema_descr().num_columns()).any(|i| {
+        l.columns == [md.file_metadata().schema_descr().column(i).path().string()]
+    });
+    if !leaf_exists {
+        return Err(invalid(format!("no column {:?} in the file", l.columns)));
+    }
+    Ok(())
+}
