@@ -168,3 +168,54 @@ def test_cluster_by_keeps_every_column_tight(spark: Any, tmp_path: Path) -> None
         pqindex.spark.write(
             spark.createDataFrame([("a",)], "t string"), tmp_path / "bad", cluster_by=["t"]
         )
+
+
+def test_written_files_carry_embedded_indexes(spark: Any, tmp_path: Path) -> None:
+    import pqindex.spark
+
+    df = _frame(spark)
+    out = tmp_path / "out"
+    pqindex.spark.write(
+        df,
+        out,
+        indexes=[pqindex.DistinctIndex("s"), pqindex.BloomIndex("k", granularity="page")],
+        page_row_limit=100,
+    )
+    files = _files(out)
+    assert files and not [p for p in out.iterdir() if p.name.startswith(".")]
+    for f in files:
+        kinds = sorted((ix["kind"], ix["columns"][0]) for ix in pqindex.list_indexes(f))
+        assert kinds == [("bloom", "k"), ("distinct", "s")]
+        assert all(v["ok"] for v in pqindex.verify(f))
+    got = pqindex.spark.read(spark, str(out), where="s = 'name-5'")
+    assert _rows(got) == _rows(df.where("s = 'name-5'"))
+
+
+def test_build_indexes_indexes_every_file_once(spark: Any, tmp_path: Path) -> None:
+    import pqindex.spark
+
+    out = tmp_path / "plain"
+    _frame(spark).write.partitionBy("g").parquet(str(out))
+    # A file that is not Parquet fails alone; hidden files are not touched.
+    (out / "g=1" / "broken.parquet").write_bytes(b"not parquet")
+    (out / "g=1" / ".hidden.parquet").write_bytes(b"x")
+    before = _rows(spark.read.parquet(str(out)).where("g = 2"))
+    indexes = [pqindex.DistinctIndex("s", granularity="page"), pqindex.HllIndex("k")]
+    report = {r["file"]: r for r in pqindex.spark.build_indexes(spark, out, indexes).collect()}
+    data = [p for p in _files(out) if p.name != "broken.parquet" and not p.name.startswith(".")]
+    assert set(report) == {str(p) for p in data} | {str(out / "g=1" / "broken.parquet")}
+    assert report[str(out / "g=1" / "broken.parquet")]["error"].startswith("InvalidFileError")
+    for p in data:
+        r = report[str(p)]
+        assert r["error"] is None and not r["skipped"] and r["bytes_added"] > 0
+        assert {ix["kind"] for ix in pqindex.list_indexes(p)} == {"distinct", "hll"}
+    # Running again skips every indexed file and changes nothing.
+    sizes = {p: p.stat().st_size for p in data}
+    again = pqindex.spark.build_indexes(spark, out, indexes).collect()
+    assert all(r["skipped"] for r in again if r["error"] is None)
+    assert {p: p.stat().st_size for p in data} == sizes
+    (out / "g=1" / "broken.parquet").unlink()
+    assert _rows(spark.read.parquet(str(out)).where("g = 2")) == before
+    est = pqindex.approx_distinct(str(out), "k")
+    assert est["files_read"] == 0
+    assert abs(est["estimate"] - 3000) < 3000 * 3 * est["standard_error"]

@@ -6,6 +6,7 @@ Needs ``pip install pqindex[spark]`` (PySpark 4). ``import pqindex`` alone never
 pyspark.
 """
 
+from pqindex.spark._indexes import build_indexes
 from pqindex.spark._read import DRIVER_READ_BYTES, SparkScan, plan, read
 from pqindex.spark._write import write
 
@@ -18,4 +19,12 @@ def register(spark: object, *, filter_pushdown: bool = False) -> None:
     _register(spark, filter_pushdown=filter_pushdown)
 
 
-__all__ = ["DRIVER_READ_BYTES", "SparkScan", "plan", "read", "register", "write"]
+__all__ = [
+    "DRIVER_READ_BYTES",
+    "SparkScan",
+    "build_indexes",
+    "plan",
+    "read",
+    "register",
+    "write",
+]

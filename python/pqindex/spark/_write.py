@@ -34,6 +34,7 @@ def write(
     sort_within_partitions: Sequence[str] | None = None,
     cluster_by: Sequence[str] | None = None,
     bloom_filter_columns: Sequence[str] | None = None,
+    indexes: Sequence[pqindex.IndexDefinition] = (),
     page_row_limit: int | None = 20_000,
     row_group_size: int = 1024 * 1024,
     compression: str = "zstd",
@@ -43,7 +44,9 @@ def write(
     clustered by several columns together with ``cluster_by`` (a Z-order: rows are
     range-partitioned and sorted by the interleaved bits of each column's position between
     its minimum and maximum, so every one of those columns keeps tight page and row-group
-    ranges). Returns one record per file written: ``file``, ``rows``, ``bytes``.
+    ranges). Each file gets the page index, Parquet bloom filters on
+    ``bloom_filter_columns`` and the embedded ``indexes`` before it appears. Returns one
+    record per file written: ``file``, ``rows``, ``bytes``.
 
     ``mode`` is ``"error"`` (refuse a non-empty directory) or ``"overwrite"``."""
     root = os.path.abspath(os.fspath(path))
@@ -78,6 +81,7 @@ def write(
             "page_row_limit": page_row_limit,
             "row_group_size": row_group_size,
             "bloom_filter_columns": list(bloom_filter_columns or []),
+            "indexes": list(indexes),
             "compression": compression,
         },
     )

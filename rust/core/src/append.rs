@@ -177,6 +177,7 @@ pub fn rewrite_indexes(
                 what: format!("its {what} changed while indexes were added"),
             });
         }
+        remove_checksum_sidecar(target)?;
         std::fs::rename(&tmp, target).map_err(|e| Error::io(path, e))?;
         if let Some(dir) = target.parent().and_then(|d| File::open(d).ok()) {
             let _ = dir.sync_all();
@@ -192,6 +193,23 @@ pub fn rewrite_indexes(
             let _ = std::fs::remove_file(&tmp);
             Err(e)
         }
+    }
+}
+
+/// Hadoop's local file system (what Spark writes through on `file:` paths) keeps a CRC of
+/// each file in a hidden `.<name>.crc` beside it and refuses to read a file that no longer
+/// matches it. A file whose tail is rewritten loses that sidecar, before the rename, so a
+/// crash in between leaves the old file readable without it; Hadoop then reads it unchecked.
+fn remove_checksum_sidecar(target: &Path) -> Result<()> {
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
+        return Ok(());
+    };
+    let crc = dir.join(format!(".{}.crc", name.to_string_lossy()));
+    match std::fs::remove_file(&crc) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(Error::io(&crc.to_string_lossy(), e))
+        }
+        _ => Ok(()),
     }
 }
 

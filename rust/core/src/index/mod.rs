@@ -1,6 +1,7 @@
 //! Embedded user-defined indexes: blocks in the file body, located by footer entries, one
 //! file per kind, plus building them over existing files and probing them while planning.
 
+pub mod approx_distinct;
 pub mod bloom;
 pub mod build;
 pub mod codec;
@@ -12,5 +13,4 @@ pub mod hll;
 pub mod locator;
 pub mod probe;
 pub mod units;
-pub mod approx_distinct;
 pub mod verify;

@@ -61,14 +61,17 @@ fn check(file: &LocalFile, md: &ParquetMetaData, l: &Locator, body_end: u64) -> 
         .iter()
         .map(|r| r.num_rows().max(0) as u64)
         .collect();
-    if !spans_fit(&spans, &rg_rows, md.file_metadata().num_rows().max(0) as u64) {
+    if !spans_fit(
+        &spans,
+        &rg_rows,
+        md.file_metadata().num_rows().max(0) as u64,
+    ) {
         return Err(Error::InvalidIndex(
             "its units do not match the file's row groups".into(),
         ));
     }
-    let leaf_exists = (0..md.file_metadata().schema_descr().num_columns()).any(|i| {
-        l.columns == [md.file_metadata().schema_descr().column(i).path().string()]
-    });
+    let leaf_exists = (0..md.file_metadata().schema_descr().num_columns())
+        .any(|i| l.columns == [md.file_metadata().schema_descr().column(i).path().string()]);
     if !leaf_exists {
         return Err(invalid(format!("no column {:?} in the file", l.columns)));
     }
