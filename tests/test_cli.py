@@ -717,7 +717,8 @@ def test_index_lifecycle(arrow_file: Path, capsys: pytest.CaptureFixture[str]) -
     code, out, _ = run(capsys, "index", "verify", arrow_file)
     assert code == 1
     assert re.search(r"distinct\s+k\s+page\s+\d+\s+\d+\s+DAMAGED", out)
-    assert _scan_results(capsys, arrow_file) == baseline
+    with pytest.warns(pqindex.IndexWarning, match="distinct index on k skipped"):
+        assert _scan_results(capsys, arrow_file) == baseline
 
     code, dropped = run_json(capsys, "index", "drop", arrow_file)
     assert code == 0
