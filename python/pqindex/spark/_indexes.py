@@ -25,7 +25,7 @@ def dataset_files(source: str | os.PathLike[str]) -> list[str]:
         return [root]
     if not os.path.isdir(root):
         raise pqindex.NotFoundError(f"{root}: no such file or directory")
-    out = []
+    out: list[str] = []
     for directory, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
         out.extend(
