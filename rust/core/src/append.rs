@@ -169,6 +169,11 @@ pub fn rewrite_indexes(
         let out = out
             .into_inner()
             .map_err(|e| Error::io(path, e.into_error()))?;
+        // The new file takes the old one's permissions (a private file stays private).
+        if let Ok(meta) = std::fs::metadata(path) {
+            out.set_permissions(meta.permissions())
+                .map_err(|e| Error::io(path, e))?;
+        }
         out.sync_all().map_err(|e| Error::io(path, e))?;
         let now = FileIdentity::stat(path)?;
         if let Some(what) = before.difference(&now) {

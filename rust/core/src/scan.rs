@@ -307,6 +307,11 @@ pub(crate) fn file_schemas(
     let hinted =
         parquet::arrow::parquet_to_arrow_schema(descr, md.file_metadata().key_value_metadata())
             .map_err(|e| Error::from(e).in_file(path))?;
+    // Index locators describe this file's bytes; carried into results, a table written
+    // elsewhere would point at index blocks it does not have.
+    let mut metadata = hinted.metadata().clone();
+    metadata.retain(|k, _| !k.starts_with(crate::index::locator::KEY_PREFIX));
+    let hinted = hinted.with_metadata(metadata);
     let native = parquet::arrow::parquet_to_arrow_schema(descr, None)
         .map_err(|e| Error::from(e).in_file(path))?;
     Ok((hinted, native))

@@ -91,13 +91,29 @@ pub fn build_indexes(path: &str, specs: &[IndexSpec]) -> Result<(FileIdentity, V
     for s in specs {
         s.check()?;
     }
+    // A file holds one index per identity: of definitions sharing one, the last wins.
+    let specs: Vec<&IndexSpec> = specs
+        .iter()
+        .enumerate()
+        .filter(|(i, s)| {
+            !specs[i + 1..].iter().any(|later| {
+                (later.kind, &later.column, later.stored_granularity())
+                    == (s.kind, &s.column, s.stored_granularity())
+            })
+        })
+        .map(|(_, s)| s)
+        .collect();
     let identity = FileIdentity::stat(path)?;
     let mut columns: Vec<&str> = specs.iter().map(|s| s.column.as_str()).collect();
     columns.sort_unstable();
     columns.dedup();
     let mut out = Vec::new();
     for column in columns {
-        let defs: Vec<&IndexSpec> = specs.iter().filter(|s| s.column == column).collect();
+        let defs: Vec<&IndexSpec> = specs
+            .iter()
+            .copied()
+            .filter(|s| s.column == column)
+            .collect();
         let mut builders: Vec<Builder> = defs.iter().map(|s| Builder::new(s)).collect();
         for_each_page(path, column, &mut |p| {
             for b in &mut builders {

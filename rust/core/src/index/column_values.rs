@@ -49,9 +49,20 @@ pub fn for_each_page(
     let reader = SerializedFileReader::new_with_options(file, options).map_err(corrupt)?;
     let md = reader.metadata();
     let descr = md.file_metadata().schema_descr();
-    let leaf = (0..descr.num_columns())
-        .find(|&i| descr.column(i).path().string() == column)
-        .ok_or_else(|| Error::InvalidArgument(format!("{path}: no column {column:?} to index")))?;
+    let matching = leaves_named(descr, column);
+    let leaf = match matching[..] {
+        [leaf] => leaf,
+        [] => {
+            return Err(Error::InvalidArgument(format!(
+                "{path}: no column {column:?} to index"
+            )))
+        }
+        _ => {
+            return Err(Error::InvalidArgument(format!(
+                "{path}: {column:?} names several columns (a column with dots in its name and a struct field); it cannot be indexed"
+            )))
+        }
+    };
     let cd = descr.column(leaf);
     if cd.max_rep_level() > 0 {
         return Err(Error::unsupported(format!(
@@ -75,6 +86,11 @@ pub fn for_each_page(
             })?;
             let ctx = PageCtx {
                 path,
+                float_width: match info.physical {
+                    PhysicalType::FLOAT => Some(4),
+                    PhysicalType::DOUBLE => Some(8),
+                    _ => None,
+                },
                 row_group: rg,
                 rg_rows,
                 file_rows,
@@ -103,6 +119,14 @@ pub fn for_each_page(
     }
 }
 
+/// The leaf columns whose dotted path is `name`: index locators name columns that way, so
+/// an index is only built or used when exactly one leaf answers to its name.
+pub fn leaves_named(descr: &parquet::schema::types::SchemaDescriptor, name: &str) -> Vec<usize> {
+    (0..descr.num_columns())
+        .filter(|&i| descr.column(i).path().string() == name)
+        .collect()
+}
+
 /// Rows per data page, from the OffsetIndex when present, else from the page headers;
 /// they must add up to the row group's rows.
 fn page_rows(rg: &dyn RowGroupReader, leaf: usize, rg_rows: u64) -> Result<Vec<u64>> {
@@ -124,8 +148,29 @@ fn page_rows(rg: &dyn RowGroupReader, leaf: usize, rg_rows: u64) -> Result<Vec<u
     Ok(pages)
 }
 
+/// One float's bytes with -0.0 as 0.0 and every NaN as the canonical NaN, so equal SQL
+/// values hash alike (probes try both zeros and never probe NaN, so this loses nothing).
+fn canonical_float(bytes: &[u8]) -> [u8; 8] {
+    let mut out = [0u8; 8];
+    match bytes.len() {
+        4 => {
+            let f = f32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+            let f = if f.is_nan() { f32::NAN } else { f + 0.0 };
+            out[..4].copy_from_slice(&f.to_le_bytes());
+        }
+        _ => {
+            let f = f64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+            let f = if f.is_nan() { f64::NAN } else { f + 0.0 };
+            out.copy_from_slice(&f.to_le_bytes());
+        }
+    }
+    out
+}
+
 struct PageCtx<'a> {
     path: &'a str,
+    /// 4 or 8 for FLOAT and DOUBLE columns, whose values are canonicalised.
+    float_width: Option<usize>,
     row_group: usize,
     rg_rows: u64,
     file_rows: u64,
@@ -161,7 +206,17 @@ where
             }
             got += records as u64;
         }
-        let slices: Vec<&[u8]> = values.iter().map(|v| v.as_bytes()).collect();
+        let canonical: Vec<[u8; 8]>;
+        let slices: Vec<&[u8]> = match ctx.float_width {
+            Some(width) => {
+                canonical = values
+                    .iter()
+                    .map(|v| canonical_float(v.as_bytes()))
+                    .collect();
+                canonical.iter().map(|b| &b[..width]).collect()
+            }
+            None => values.iter().map(|v| v.as_bytes()).collect(),
+        };
         f(&PageValues {
             row_group: ctx.row_group,
             first_row,
@@ -174,4 +229,25 @@ where
         first_row += rows;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zeros_and_nans_are_canonical() {
+        let f64_of = |b: [u8; 8]| f64::from_le_bytes(b);
+        assert_eq!(
+            canonical_float(&(-0.0f64).to_le_bytes()),
+            0.0f64.to_le_bytes()
+        );
+        let nan = f64::from_bits(0x7ff8_0000_0000_0001);
+        assert_eq!(canonical_float(&nan.to_le_bytes()), f64::NAN.to_le_bytes());
+        assert_eq!(f64_of(canonical_float(&2.5f64.to_le_bytes())), 2.5);
+        assert_eq!(
+            canonical_float(&(-0.0f32).to_le_bytes())[..4],
+            0.0f32.to_le_bytes()
+        );
+    }
 }

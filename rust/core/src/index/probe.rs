@@ -12,6 +12,7 @@ use parquet::file::metadata::ParquetMetaData;
 use crate::error::Result;
 use crate::index::bloom::BloomIndex;
 use crate::index::codec::invalid;
+use crate::index::column_values::leaves_named;
 use crate::index::container::{IndexKind, BLOCK_VERSION, CHECKSUM_LEN, HEADER_LEN, MAGIC};
 use crate::index::distinct::DistinctHeader;
 use crate::index::hash::leaf_hashes;
@@ -136,8 +137,12 @@ impl<'a> FileIndexes<'a> {
         }
         let col = leaf.column()?;
         let leaf_idx = col.leaf?;
-        let descr = self.md.file_metadata().schema_descr().column(leaf_idx);
+        let schema = self.md.file_metadata().schema_descr();
+        let descr = schema.column(leaf_idx);
         let name = descr.path().string();
+        if leaves_named(schema, &name).len() != 1 {
+            return None;
+        }
         let (physical, type_length) = (descr.physical_type(), descr.type_length());
         let mut out: Option<LeafVerdict> = None;
         for i in 0..self.entries.len() {
