@@ -34,9 +34,10 @@ def dataset_files(source: str | os.PathLike[str]) -> list[str]:
     return out
 
 
-def _identity(index: IndexDefinition) -> tuple[str, list[str], str]:
+def _identity(index: IndexDefinition) -> tuple[str, str, str]:
+    """(kind, column, granularity): what identifies an index in a file."""
     kind, column, granularity, _ = index._spec()
-    return kind, [column], granularity
+    return kind, column, granularity
 
 
 @dataclass
@@ -56,21 +57,17 @@ class _IndexTask:
             "seconds": [],
             "error": [],
         }
+        kinds = ",".join(sorted({_identity(i)[0] for i in self.indexes}))
         for batch in batches:
             for path in batch.column(0).to_pylist():
                 start = time.perf_counter()
-                kinds = ",".join(sorted({_identity(i)[0] for i in self.indexes}))
                 skipped, added, error = False, 0, None
                 try:
                     present = {
                         (ix["kind"], ix["columns"][0], ix["granularity"])
                         for ix in pqindex.list_indexes(path)
                     }
-                    missing = [
-                        i
-                        for i in self.indexes
-                        if (_identity(i)[0], _identity(i)[1][0], _identity(i)[2]) not in present
-                    ]
+                    missing = [i for i in self.indexes if _identity(i) not in present]
                     if missing:
                         r = pqindex.add_indexes(path, missing)
                         added = r["bytes_after"] - r["bytes_before"]

@@ -8,6 +8,7 @@ use crate::index::column_values::for_each_page;
 use crate::index::hash::hash_bytes;
 use crate::index::hll::{HllIndex, Sketch, DEFAULT_PRECISION};
 use crate::index::locator::locators;
+use crate::index::units::check_spans;
 use crate::io::{IoStats, LocalFile};
 use crate::metadata::MetadataCache;
 use crate::source::list_source;
@@ -45,17 +46,8 @@ pub fn approx_distinct(
             .find_map(|l| {
                 let payload = l.read_payload(&file, body_end).ok()?;
                 let index = HllIndex::decode(&payload).ok()?;
-                let rows: Vec<u64> = md
-                    .row_groups()
-                    .iter()
-                    .map(|r| r.num_rows().max(0) as u64)
-                    .collect();
-                let fits = crate::index::units::spans_fit(
-                    &index.spans,
-                    &rows,
-                    md.file_metadata().num_rows().max(0) as u64,
-                );
-                fits.then(|| index.merged()).flatten()
+                check_spans(&index.spans, &md).ok()?;
+                index.merged()
             })
             .filter(|s| s.precision == DEFAULT_PRECISION);
         match from_index {

@@ -45,11 +45,9 @@ impl IndexSpec {
         }
     }
 
-    /// Whether `l` is the index this spec builds.
-    pub fn matches(&self, l: &Locator) -> bool {
-        l.kind == self.kind.name()
-            && l.columns == [self.column.clone()]
-            && l.granularity == self.stored_granularity()
+    /// What identifies the index in a file: adding another with the same one replaces it.
+    pub fn identity(&self) -> (IndexKind, &str, Granularity) {
+        (self.kind, &self.column, self.stored_granularity())
     }
 }
 
@@ -96,10 +94,9 @@ pub fn build_indexes(path: &str, specs: &[IndexSpec]) -> Result<(FileIdentity, V
         .iter()
         .enumerate()
         .filter(|(i, s)| {
-            !specs[i + 1..].iter().any(|later| {
-                (later.kind, &later.column, later.stored_granularity())
-                    == (s.kind, &s.column, s.stored_granularity())
-            })
+            !specs[i + 1..]
+                .iter()
+                .any(|later| later.identity() == s.identity())
         })
         .map(|(_, s)| s)
         .collect();

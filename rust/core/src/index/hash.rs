@@ -6,8 +6,8 @@
 use parquet::basic::Type as PhysicalType;
 use twox_hash::XxHash64;
 
-use crate::predicate::expr::{CmpOp, Predicate};
-use crate::prune::bloom::encodings;
+use crate::predicate::expr::Predicate;
+use crate::prune::bloom::{encodings, probe_values};
 
 pub fn hash_bytes(bytes: &[u8]) -> u64 {
     XxHash64::oneshot(0, bytes)
@@ -17,19 +17,7 @@ pub fn hash_bytes(bytes: &[u8]) -> u64 {
 /// is not an equality or an IN list whose values can all be encoded (then an index of
 /// hashes cannot answer for it).
 pub fn leaf_hashes(leaf: &Predicate, physical: PhysicalType, type_length: i32) -> Option<Vec<u64>> {
-    let values = match leaf {
-        Predicate::Cmp {
-            op: CmpOp::Eq,
-            value,
-            ..
-        } => std::slice::from_ref(value),
-        Predicate::InList {
-            values,
-            negated: false,
-            ..
-        } => values.as_slice(),
-        _ => return None,
-    };
+    let values = probe_values(leaf)?;
     let col = leaf.column()?;
     let mut out = Vec::new();
     for v in values {

@@ -17,7 +17,7 @@ use crate::index::container::{IndexKind, BLOCK_VERSION, CHECKSUM_LEN, HEADER_LEN
 use crate::index::distinct::DistinctHeader;
 use crate::index::hash::leaf_hashes;
 use crate::index::locator::{locators, Locator};
-use crate::index::units::{spans_fit, UnitSpan, WHOLE_FILE};
+use crate::index::units::{check_spans, UnitSpan, WHOLE_FILE};
 use crate::io::LocalFile;
 use crate::predicate::expr::Predicate;
 use crate::prune::bloom::{is_probe, leaf_may_match};
@@ -243,12 +243,12 @@ impl<'a> FileIndexes<'a> {
             IndexKind::Bloom => {
                 let payload = l.read_payload(self.file, body_end)?;
                 let b = BloomIndex::decode(&payload)?;
-                self.check_spans(&b.spans)?;
+                check_spans(&b.spans, self.md)?;
                 State::Bloom(b)
             }
             _ => {
                 let header = self.read_distinct_header(&l, body_end)?;
-                self.check_spans(&header.spans)?;
+                check_spans(&header.spans, self.md)?;
                 State::Distinct {
                     header,
                     buckets: HashMap::new(),
@@ -288,21 +288,6 @@ impl<'a> FileIndexes<'a> {
             bytes = self.file.read_range(l.offset, HEADER_LEN + needed)?;
         }
         DistinctHeader::decode(&bytes[HEADER_LEN..HEADER_LEN + needed], payload_len)
-    }
-
-    fn check_spans(&self, spans: &[UnitSpan]) -> Result<()> {
-        let rg_rows: Vec<u64> = self
-            .md
-            .row_groups()
-            .iter()
-            .map(|r| r.num_rows().max(0) as u64)
-            .collect();
-        let file_rows = self.md.file_metadata().num_rows().max(0) as u64;
-        if spans_fit(spans, &rg_rows, file_rows) {
-            Ok(())
-        } else {
-            Err(invalid("its units do not match the file's row groups"))
-        }
     }
 
     fn to_verdict(&self, i: usize, units: &[u32]) -> LeafVerdict {

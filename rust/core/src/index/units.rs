@@ -109,6 +109,24 @@ pub fn decode_units(d: &mut Decoder) -> Result<Vec<UnitSpan>> {
     Ok(spans)
 }
 
+/// `Ok` when `spans` describe the file `md` describes (see `spans_fit`); an index whose
+/// units do not must be ignored.
+pub fn check_spans(
+    spans: &[UnitSpan],
+    md: &parquet::file::metadata::ParquetMetaData,
+) -> Result<()> {
+    let rg_rows: Vec<u64> = md
+        .row_groups()
+        .iter()
+        .map(|r| r.num_rows().max(0) as u64)
+        .collect();
+    if spans_fit(spans, &rg_rows, md.file_metadata().num_rows().max(0) as u64) {
+        Ok(())
+    } else {
+        Err(invalid("its units do not match the file's row groups"))
+    }
+}
+
 /// Whether `spans` describe this file: a file unit covering every row, or units that tile
 /// every row group exactly. An index that does not (from another file, or damaged) must not
 /// be used: a row it fails to cover would be pruned.

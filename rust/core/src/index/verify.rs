@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use parquet::file::metadata::ParquetMetaData;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::index::bloom::BloomIndex;
 use crate::index::codec::invalid;
+use crate::index::column_values::leaves_named;
 use crate::index::container::IndexKind;
 use crate::index::distinct;
 use crate::index::hll::HllIndex;
 use crate::index::locator::{locators, Locator};
-use crate::index::units::{spans_fit, UnitSpan};
+use crate::index::units::{check_spans, UnitSpan};
 use crate::io::{IoStats, LocalFile};
 use crate::metadata::read_footer;
 
@@ -56,24 +57,13 @@ fn check(file: &LocalFile, md: &ParquetMetaData, l: &Locator, body_end: u64) -> 
         Some(IndexKind::Sketch) => HllIndex::decode(&payload)?.spans,
         _ => return Err(invalid(format!("unknown index kind {:?}", l.kind))),
     };
-    let rg_rows: Vec<u64> = md
-        .row_groups()
-        .iter()
-        .map(|r| r.num_rows().max(0) as u64)
-        .collect();
-    if !spans_fit(
-        &spans,
-        &rg_rows,
-        md.file_metadata().num_rows().max(0) as u64,
-    ) {
-        return Err(Error::InvalidIndex(
-            "its units do not match the file's row groups".into(),
-        ));
+    check_spans(&spans, md)?;
+    let descr = md.file_metadata().schema_descr();
+    match &l.columns[..] {
+        [column] if leaves_named(descr, column).len() == 1 => Ok(()),
+        _ => Err(invalid(format!(
+            "{:?} does not name exactly one column of the file",
+            l.columns
+        ))),
     }
-    let leaf_exists = (0..md.file_metadata().schema_descr().num_columns())
-        .any(|i| l.columns == [md.file_metadata().schema_descr().column(i).path().string()]);
-    if !leaf_exists {
-        return Err(invalid(format!("no column {:?} in the file", l.columns)));
-    }
-    Ok(())
 }

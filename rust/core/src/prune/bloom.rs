@@ -77,18 +77,8 @@ pub fn leaf_may_match(
     physical: PhysicalType,
     type_length: i32,
 ) -> bool {
-    let values: &[Value] = match leaf {
-        Predicate::Cmp {
-            op: CmpOp::Eq,
-            value,
-            ..
-        } => std::slice::from_ref(value),
-        Predicate::InList {
-            values,
-            negated: false,
-            ..
-        } => values,
-        _ => return true,
+    let Some(values) = probe_values(leaf) else {
+        return true;
     };
     let Some(col) = leaf.column() else {
         return true;
@@ -103,10 +93,25 @@ pub fn leaf_may_match(
 
 /// Whether a bloom filter can answer for this leaf at all.
 pub fn is_probe(leaf: &Predicate) -> bool {
-    matches!(
-        leaf,
-        Predicate::Cmp { op: CmpOp::Eq, .. } | Predicate::InList { negated: false, .. }
-    )
+    probe_values(leaf).is_some()
+}
+
+/// The values one of which a row must equal to satisfy the leaf (`=` and `IN`), the only
+/// leaves a filter of values (bloom filters, distinct sets) can answer.
+pub fn probe_values(leaf: &Predicate) -> Option<&[Value]> {
+    match leaf {
+        Predicate::Cmp {
+            op: CmpOp::Eq,
+            value,
+            ..
+        } => Some(std::slice::from_ref(value)),
+        Predicate::InList {
+            values,
+            negated: false,
+            ..
+        } => Some(values),
+        _ => None,
+    }
 }
 
 /// The plain encodings a value may have been hashed as, or `None` when it cannot be
