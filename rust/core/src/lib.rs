@@ -1,6 +1,7 @@
 //! pqindex core: hierarchical pruning (files, row groups, pages) and selected-page reads
 //! over Parquet, with no Python in sight.
 
+pub mod aggregate;
 pub mod append;
 pub mod error;
 pub mod index;

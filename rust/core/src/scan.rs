@@ -60,6 +60,10 @@ pub struct Scan {
     pub partition_fields: Vec<Field>,
     /// The "now" that `now()` and `current_date` folded to.
     pub now_ns: i128,
+    /// The files' schema as read, as stored, and as Parquet: what names bind against.
+    pub file_schema: Schema,
+    pub native_schema: Schema,
+    pub descr: parquet::schema::types::SchemaDescPtr,
 }
 
 impl Scan {
@@ -153,7 +157,21 @@ impl Scan {
             read: Arc::new(ReadMetrics::default()),
             partition_fields: listing.partition_fields,
             now_ns,
+            file_schema: schema,
+            native_schema: native,
+            descr: md.file_metadata().schema_descr_ptr(),
         })
+    }
+
+    /// Stream `units` (units of this scan, their ranges possibly narrowed) in `shape`.
+    pub fn stream_units(&self, units: Vec<ScanUnit>, shape: OutputShape) -> ScanStream {
+        ScanStream::start(
+            units,
+            shape,
+            self.io.clone(),
+            self.read.clone(),
+            self.threads,
+        )
     }
 
     pub fn schema(&self) -> SchemaRef {

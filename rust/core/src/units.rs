@@ -335,7 +335,14 @@ impl Scan {
         let mut metrics = PlanMetrics::default();
         let mut files: HashMap<String, Arc<PlannedFile>> = HashMap::new();
         let mut units = Vec::with_capacity(rows.len());
-        let mut bound: Option<(Option<Predicate>, crate::read::OutputShape, Schema)> = None;
+        type Bound = (
+            Option<Predicate>,
+            crate::read::OutputShape,
+            Schema,
+            Schema,
+            parquet::schema::types::SchemaDescPtr,
+        );
+        let mut bound: Option<Bound> = None;
         for row in rows {
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::Cancelled);
@@ -369,9 +376,15 @@ impl Scan {
                             &partition_fields,
                         )?;
                         let shape = output_shape(&schema, &partition_fields, opts)?;
-                        bound = Some((predicate, shape, schema));
+                        bound = Some((
+                            predicate,
+                            shape,
+                            schema,
+                            native,
+                            md.file_metadata().schema_descr_ptr(),
+                        ));
                     }
-                    let (predicate, _, schema) = bound.as_ref().expect("bound above");
+                    let (predicate, _, schema, _, _) = bound.as_ref().expect("bound above");
                     check_schema(&path, &md, schema)?;
                     let predicate = predicate
                         .as_ref()
@@ -416,7 +429,8 @@ impl Scan {
                 row_group_rows: row.row_group_rows,
             });
         }
-        let (predicate, shape, _) = bound.expect("at least one unit");
+        let (predicate, shape, file_schema, native_schema, descr) =
+            bound.expect("at least one unit");
         Ok(Scan {
             shape,
             units,
@@ -430,6 +444,9 @@ impl Scan {
             read: Arc::new(ReadMetrics::default()),
             partition_fields,
             now_ns,
+            file_schema,
+            native_schema,
+            descr,
         })
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::append::{rewrite_indexes, AppendReport, NewIndex};
 use crate::error::{Error, Result};
+use crate::index::aggregates::AggregatesBuilder;
 use crate::index::bloom::BloomBuilder;
 use crate::index::column_values::{for_each_page, PageValues};
 use crate::index::container::IndexKind;
@@ -24,15 +25,14 @@ pub struct IndexSpec {
 impl IndexSpec {
     pub fn check(&self) -> Result<()> {
         match self.kind {
-            IndexKind::Distinct | IndexKind::Sketch => Ok(()),
+            IndexKind::Distinct
+            | IndexKind::Sketch
+            | IndexKind::Aggregates
+            | IndexKind::PageMinMax => Ok(()),
             IndexKind::Bloom if self.fpp > 0.0 && self.fpp < 1.0 => Ok(()),
             IndexKind::Bloom => Err(Error::InvalidArgument(format!(
                 "bloom fpp must be between 0 and 1 exclusive, got {}",
                 self.fpp
-            ))),
-            other => Err(Error::unsupported(format!(
-                "building {} indexes is not supported yet",
-                other.name()
             ))),
         }
     }
@@ -41,6 +41,8 @@ impl IndexSpec {
     pub fn stored_granularity(&self) -> Granularity {
         match (self.kind, self.granularity) {
             (IndexKind::Sketch, Granularity::Page) => Granularity::RowGroup,
+            // Page bounds are what old writers lack; coarser ones are in the footer.
+            (IndexKind::PageMinMax, _) => Granularity::Page,
             (_, g) => g,
         }
     }
@@ -55,6 +57,7 @@ enum Builder {
     Bloom(BloomBuilder),
     Distinct(DistinctBuilder),
     Hll(HllBuilder),
+    Aggregates(AggregatesBuilder),
 }
 
 impl Builder {
@@ -62,7 +65,13 @@ impl Builder {
         match spec.kind {
             IndexKind::Bloom => Builder::Bloom(BloomBuilder::new(spec.granularity, spec.fpp)),
             IndexKind::Sketch => Builder::Hll(HllBuilder::new(spec.granularity)),
-            _ => Builder::Distinct(DistinctBuilder::new(spec.granularity)),
+            IndexKind::Aggregates => {
+                Builder::Aggregates(AggregatesBuilder::new(spec.granularity, true))
+            }
+            IndexKind::PageMinMax => {
+                Builder::Aggregates(AggregatesBuilder::new(Granularity::Page, false))
+            }
+            IndexKind::Distinct => Builder::Distinct(DistinctBuilder::new(spec.granularity)),
         }
     }
 
@@ -71,6 +80,7 @@ impl Builder {
             Builder::Bloom(b) => b.page(p),
             Builder::Distinct(b) => b.page(p),
             Builder::Hll(b) => b.page(p),
+            Builder::Aggregates(b) => b.page(p),
         }
     }
 
@@ -79,6 +89,7 @@ impl Builder {
             Builder::Bloom(b) => b.finish(),
             Builder::Distinct(b) => b.finish(),
             Builder::Hll(b) => b.finish(),
+            Builder::Aggregates(b) => b.finish(),
         }
     }
 }

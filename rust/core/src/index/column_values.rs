@@ -24,6 +24,7 @@ pub struct PageValues<'a> {
     pub nulls: u64,
     /// The non-null values, each in its plain encoding.
     pub values: &'a [&'a [u8]],
+    pub column: &'a ColumnInfo,
 }
 
 /// What the builders need to know about the column.
@@ -32,6 +33,52 @@ pub struct ColumnInfo {
     pub leaf: usize,
     pub physical: PhysicalType,
     pub type_length: i32,
+    /// How the plain-encoded values order.
+    pub order: PlainOrder,
+}
+
+/// The order of a column's plain-encoded values, from its physical and logical type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlainOrder {
+    Bool,
+    I32,
+    U32,
+    I64,
+    U64,
+    /// IEEE floats of 4 or 8 bytes (NaN is never compared: it is counted apart).
+    Float,
+    /// Unsigned bytewise (strings, binary).
+    Bytes,
+    /// Big-endian two's complement of up to 16 bytes (decimals in byte arrays).
+    BigEndianSigned,
+    /// No order this code knows (INT96, float16, intervals).
+    Unordered,
+}
+
+impl PlainOrder {
+    pub fn of(cd: &parquet::schema::types::ColumnDescriptor) -> PlainOrder {
+        use parquet::basic::{ConvertedType, LogicalType, SortOrder};
+        let unsigned = cd.sort_order() == SortOrder::UNSIGNED;
+        let decimal = matches!(cd.logical_type_ref(), Some(LogicalType::Decimal { .. }))
+            || cd.converted_type() == ConvertedType::DECIMAL;
+        match cd.physical_type() {
+            PhysicalType::BOOLEAN => PlainOrder::Bool,
+            PhysicalType::INT32 if unsigned => PlainOrder::U32,
+            PhysicalType::INT32 => PlainOrder::I32,
+            PhysicalType::INT64 if unsigned => PlainOrder::U64,
+            PhysicalType::INT64 => PlainOrder::I64,
+            PhysicalType::FLOAT | PhysicalType::DOUBLE => PlainOrder::Float,
+            PhysicalType::BYTE_ARRAY | PhysicalType::FIXED_LEN_BYTE_ARRAY if decimal => {
+                PlainOrder::BigEndianSigned
+            }
+            PhysicalType::BYTE_ARRAY | PhysicalType::FIXED_LEN_BYTE_ARRAY
+                if cd.sort_order() == SortOrder::UNSIGNED =>
+            {
+                PlainOrder::Bytes
+            }
+            _ => PlainOrder::Unordered,
+        }
+    }
 }
 
 /// Call `f` for each data page of `column` (a dotted leaf path) in file order. Repeated
@@ -73,6 +120,7 @@ pub fn for_each_page(
         leaf,
         physical: cd.physical_type(),
         type_length: cd.type_length(),
+        order: PlainOrder::of(&cd),
     };
     let nullable = cd.max_def_level() > 0;
     let file_rows = md.file_metadata().num_rows().max(0) as u64;
@@ -86,6 +134,7 @@ pub fn for_each_page(
             })?;
             let ctx = PageCtx {
                 path,
+                info: &info,
                 float_width: match info.physical {
                     PhysicalType::FLOAT => Some(4),
                     PhysicalType::DOUBLE => Some(8),
@@ -169,6 +218,7 @@ fn canonical_float(bytes: &[u8]) -> [u8; 8] {
 
 struct PageCtx<'a> {
     path: &'a str,
+    info: &'a ColumnInfo,
     /// 4 or 8 for FLOAT and DOUBLE columns, whose values are canonicalised.
     float_width: Option<usize>,
     row_group: usize,
@@ -225,6 +275,7 @@ where
             file_rows: ctx.file_rows,
             nulls: rows.saturating_sub(values.len() as u64),
             values: &slices,
+            column: ctx.info,
         })?;
         first_row += rows;
     }

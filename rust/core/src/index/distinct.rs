@@ -307,6 +307,7 @@ pub fn lookup_in(payload: &[u8], hash: u64) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::column_values::{ColumnInfo, PlainOrder};
 
     fn page<'a>(rg: usize, first: u64, rows: u64, values: &'a [&'a [u8]]) -> PageValues<'a> {
         PageValues {
@@ -317,8 +318,16 @@ mod tests {
             file_rows: 40,
             nulls: rows.saturating_sub(values.len() as u64),
             values,
+            column: &BYTES,
         }
     }
+
+    const BYTES: ColumnInfo = ColumnInfo {
+        leaf: 0,
+        physical: parquet::basic::Type::BYTE_ARRAY,
+        type_length: -1,
+        order: PlainOrder::Bytes,
+    };
 
     #[test]
     fn postings_name_the_pages_holding_a_value() {

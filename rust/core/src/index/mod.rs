@@ -1,6 +1,7 @@
 //! Embedded user-defined indexes: blocks in the file body, located by footer entries, one
 //! file per kind, plus building them over existing files and probing them while planning.
 
+pub mod aggregates;
 pub mod approx_distinct;
 pub mod bloom;
 pub mod build;

@@ -27,6 +27,11 @@ pub fn bind(ast: &Ast, schema: &BindSchema) -> Result<Predicate> {
     Binder { schema }.condition(ast)
 }
 
+/// Resolve a column path as predicates do.
+pub fn bind_column(path: &[String], schema: &BindSchema) -> Result<Column> {
+    Binder { schema }.column(path)
+}
+
 struct Binder<'a, 'b> {
     schema: &'a BindSchema<'b>,
 }

@@ -365,7 +365,7 @@ pub fn plan_file(
     })
 }
 
-fn leaf_stats_may_match(md: &ParquetMetaData, rg: usize, leaf: &Predicate) -> bool {
+pub(crate) fn leaf_stats_may_match(md: &ParquetMetaData, rg: usize, leaf: &Predicate) -> bool {
     match leaf
         .column()
         .and_then(|c| stats::row_group_stats(md, rg, c))

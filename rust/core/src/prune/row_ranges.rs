@@ -125,6 +125,28 @@ impl RowRanges {
         out
     }
 
+    /// Rows of `[0, num_rows)` not in `self`.
+    pub fn complement(&self, num_rows: u64) -> Self {
+        let mut out = Vec::with_capacity(self.ranges.len() + 1);
+        let mut cursor = 0u64;
+        for r in &self.ranges {
+            out.push(cursor..r.start.min(num_rows));
+            cursor = r.end;
+        }
+        out.push(cursor..num_rows);
+        Self::from_ranges(out)
+    }
+
+    /// Rows in `self` but not in `other`.
+    pub fn subtract(&self, other: &Self, num_rows: u64) -> Self {
+        self.intersect(&other.complement(num_rows.max(self.end())))
+    }
+
+    /// One past the last row covered (0 when empty).
+    pub fn end(&self) -> u64 {
+        self.ranges.last().map_or(0, |r| r.end)
+    }
+
     /// True if any row of `range` is in `self`; used to decide whether a page (given
     /// as the row range it covers) has to be read at all.
     ///
