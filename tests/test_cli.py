@@ -450,6 +450,9 @@ def test_index_specs() -> None:
     assert cli.parse_bloom("s:page:0.001") == cli.IndexSpec("bloom", "s", "page", 0.001)
     assert cli.parse_bloom("s::0.05") == cli.IndexSpec("bloom", "s", "row_group", 0.05)
     assert cli.parse_hll("k") == cli.IndexSpec("hll", "k")
+    assert cli.parse_minmax("k") == cli.IndexSpec("page_minmax", "k", "page")
+    assert cli.parse_aggregates("k") == cli.IndexSpec("aggregates", "k", "page")
+    assert cli.parse_aggregates("k:file") == cli.IndexSpec("aggregates", "k", "file")
     for parse, text in [
         (cli.parse_hll, "k:page"),
         (cli.parse_distinct, ":page"),
@@ -457,6 +460,35 @@ def test_index_specs() -> None:
     ]:
         with pytest.raises(Exception, match=r"expected|false positive"):
             parse(text)
+
+
+def test_aggregate_from_indexes_equals_pyarrow(
+    arrow_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "agg.parquet"
+    path.write_bytes(arrow_file.read_bytes())
+    code, _, _ = run(capsys, "index", "add", path, "--aggregates", "k", "--minmax", "k")
+    assert code == 0
+    code, doc = run_json(
+        capsys,
+        "aggregate",
+        path,
+        "--select",
+        "count(*) AS n, sum(k) AS s, max(k)",
+        "--where",
+        "k < 777",
+    )
+    assert code == 0
+    k = pq.read_table(path, columns=["k"]).column("k").to_pylist()
+    kept = [v for v in k if v is not None and v < 777]
+    assert doc["row"]["n"] == len(kept)
+    assert int(doc["row"]["s"]) == sum(kept)
+    assert doc["row"]["max(k)"] == max(kept)
+    assert doc["metrics"]["rows_from_index"] > 0
+    code, out, _ = run(capsys, "aggregate", path, "--select", "count(*)", "--explain")
+    assert code == 0 and "answered by" in out
+    code, _, err = run(capsys, "aggregate", path, "--select", "sum(s)")
+    assert code != 0 and "numeric" in err
 
 
 def test_expand_paths(data_dir: Path) -> None:

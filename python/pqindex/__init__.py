@@ -15,17 +15,21 @@ from pqindex._errors import (
     UnsupportedError,
 )
 from pqindex._indexes import (
+    AggregateIndex,
     BloomIndex,
     DistinctIndex,
     HllIndex,
     IndexDefinition,
+    MinMaxIndex,
     add_indexes,
     drop_indexes,
 )
 from pqindex._native import (
+    Aggregation,
     FileMetadata,
     Scan,
     __version__,
+    aggregate,
     approx_distinct,
     clear_metadata_cache,
     list_indexes,
@@ -38,6 +42,8 @@ from pqindex._native import (
 from pqindex._write import write
 
 __all__ = [
+    "AggregateIndex",
+    "Aggregation",
     "BloomIndex",
     "DistinctIndex",
     "FileChangedError",
@@ -48,6 +54,7 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidFileError",
     "InvalidIndexError",
+    "MinMaxIndex",
     "NotFoundError",
     "PqindexError",
     "PredicateError",
@@ -58,6 +65,7 @@ __all__ = [
     "UnsupportedError",
     "__version__",
     "add_indexes",
+    "aggregate",
     "approx_distinct",
     "clear_metadata_cache",
     "drop_indexes",

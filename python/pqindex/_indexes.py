@@ -37,8 +37,8 @@ class DistinctIndex:
     def __post_init__(self) -> None:
         _check_granularity(self.granularity)
 
-    def _spec(self) -> tuple[str, str, str, float]:
-        return ("distinct", self.column, self.granularity, 0.0)
+    def _specs(self) -> list[tuple[str, str, str, float]]:
+        return [("distinct", self.column, self.granularity, 0.0)]
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,8 @@ class BloomIndex:
         if not 0.0 < self.fpp < 1.0:
             raise InvalidArgumentError(f"fpp must be between 0 and 1; got {self.fpp!r}")
 
-    def _spec(self) -> tuple[str, str, str, float]:
-        return ("bloom", self.column, self.granularity, self.fpp)
+    def _specs(self) -> list[tuple[str, str, str, float]]:
+        return [("bloom", self.column, self.granularity, self.fpp)]
 
 
 @dataclass(frozen=True)
@@ -66,22 +66,56 @@ class HllIndex:
 
     column: str
 
-    def _spec(self) -> tuple[str, str, str, float]:
-        return ("hll", self.column, "row_group", 0.0)
+    def _specs(self) -> list[tuple[str, str, str, float]]:
+        return [("hll", self.column, "row_group", 0.0)]
 
 
-IndexDefinition = DistinctIndex | BloomIndex | HllIndex
+@dataclass(frozen=True)
+class MinMaxIndex:
+    """The exact min, max and null count of each page of ``column``, for files written
+    without a page index: the planner prunes pages with it as with a ColumnIndex."""
+
+    column: str
+
+    def _specs(self) -> list[tuple[str, str, str, float]]:
+        return [("page_minmax", self.column, "page", 0.0)]
+
+
+@dataclass(frozen=True)
+class AggregateIndex:
+    """Count, null count, NaN count, exact min and max and exact sum of each of ``columns``
+    per file, row group or page (one index per column), from which ``aggregate`` answers
+    for the units where the predicate holds on every row."""
+
+    columns: str | Sequence[str]
+    granularity: Granularity = "page"
+
+    def __post_init__(self) -> None:
+        _check_granularity(self.granularity)
+        if isinstance(self.columns, str):
+            object.__setattr__(self, "columns", (self.columns,))
+        else:
+            object.__setattr__(self, "columns", tuple(self.columns))
+        if not self.columns:
+            raise InvalidArgumentError("AggregateIndex needs at least one column")
+
+    def _specs(self) -> list[tuple[str, str, str, float]]:
+        return [("aggregates", c, self.granularity, 0.0) for c in self.columns]
+
+
+IndexDefinition = DistinctIndex | BloomIndex | HllIndex | MinMaxIndex | AggregateIndex
+_KINDS = (DistinctIndex, BloomIndex, HllIndex, MinMaxIndex, AggregateIndex)
 
 
 def _specs(indexes: Sequence[IndexDefinition]) -> list[tuple[str, str, str, float]]:
     specs = []
     for index in indexes:
-        if not isinstance(index, DistinctIndex | BloomIndex | HllIndex):
+        if not isinstance(index, _KINDS):
             raise InvalidArgumentError(
                 f"not an index definition: {index!r} (use pqindex.DistinctIndex, "
-                "pqindex.BloomIndex or pqindex.HllIndex)"
+                "BloomIndex, HllIndex, MinMaxIndex or AggregateIndex)"
             )
-        specs.append(index._spec())
+        specs.extend(index._specs())
     return specs
 
 

@@ -40,6 +40,29 @@ class Scan:
         """What ``now()`` and ``current_date`` folded to, in ns since the epoch."""
 
 @final
+class Aggregation:
+    """The one-row answer of ``aggregate``, with how it was obtained."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def __arrow_c_schema__(self) -> object: ...
+    def to_arrow(self) -> Any: ...
+    def explain(self) -> str: ...
+    def metrics(self) -> dict[str, int]: ...
+    @property
+    def warnings(self) -> list[str]: ...
+
+def aggregate(
+    source: Source,
+    select: str,
+    where: str | None = None,
+    *,
+    threads: int | None = None,
+) -> Aggregation:
+    """Compute ``select`` (count(*), count, min, max, sum, avg) over the rows of ``source``
+    satisfying ``where``, answering from aggregates indexes where every row of a unit
+    satisfies it and reading data pages only for the rest."""
+
+@final
 class FileMetadata:
     """The parsed footer of one Parquet file."""
 

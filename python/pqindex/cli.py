@@ -446,6 +446,10 @@ class IndexSpec:
             return _api("DistinctIndex")(self.column, self.granularity)
         if self.kind == "bloom":
             return _api("BloomIndex")(self.column, self.granularity, self.fpp)
+        if self.kind == "page_minmax":
+            return _api("MinMaxIndex")(self.column)
+        if self.kind == "aggregates":
+            return _api("AggregateIndex")(self.column, self.granularity)
         return _api("HllIndex")(self.column)
 
     def matches(self, locator: Json) -> bool:
@@ -506,6 +510,18 @@ def parse_hll(text: str) -> IndexSpec:
     return IndexSpec("hll", column)
 
 
+def parse_minmax(text: str) -> IndexSpec:
+    """``COL``: page bounds, for files without a page index."""
+    (column,) = _spec_parts(text, "COL", 0)
+    return IndexSpec("page_minmax", column, "page")
+
+
+def parse_aggregates(text: str) -> IndexSpec:
+    """``COL[:GRAN]``, page granularity by default."""
+    column, gran = _spec_parts(text, "COL[:GRAN]", 1)
+    return IndexSpec("aggregates", column, _granularity(gran, "page"))
+
+
 def describe_index(locator: Json) -> str:
     """``kind(col, ...) granularity``, the identity of an index in one short string."""
     columns = ", ".join(locator.get("columns") or [])
@@ -552,10 +568,18 @@ def _print_rewrites(results: list[Json], changed_key: str, as_json: bool) -> int
 
 
 def cmd_index_add(args: argparse.Namespace) -> int:
-    """``pqindex index add PATH... --distinct/--bloom/--hll``."""
-    specs: list[IndexSpec] = [*args.distinct, *args.bloom, *args.hll]
+    """``pqindex index add PATH... --distinct/--bloom/--hll/--minmax/--aggregates``."""
+    specs: list[IndexSpec] = [
+        *args.distinct,
+        *args.bloom,
+        *args.hll,
+        *args.minmax,
+        *args.aggregates,
+    ]
     if not specs:
-        raise CliError("index add: give at least one of --distinct, --bloom, --hll")
+        raise CliError(
+            "index add: give at least one of --distinct, --bloom, --hll, --minmax, --aggregates"
+        )
     paths = expand_paths(args.paths)
     add_indexes = _api("add_indexes")
     indexes = [spec.build() for spec in specs]
@@ -722,6 +746,27 @@ def cmd_scan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_aggregate(args: argparse.Namespace) -> int:
+    """``pqindex aggregate SOURCE SELECT``: one row of aggregates."""
+    source = args.source[0] if len(args.source) == 1 else args.source
+    result = pqindex.aggregate(source, args.select, args.where)
+    explain = result.explain()
+    names, head, _ = read_head(result, 1)
+    metrics = result.metrics()
+    if args.json:
+        row = dict(zip(names, head[0], strict=True)) if head else {}
+        print_json(json_safe({"row": row, "metrics": metrics, "explain": explain}))
+        return 0
+    if args.explain:
+        print(explain.rstrip("\n"))
+        print()
+    _print_scan(names, head, len(head))
+    if args.metrics:
+        print()
+        print(format_table(["metric", "value"], list(metrics.items())))
+    return 0
+
+
 # --- command line --------------------------------------------------------------------------
 
 
@@ -758,6 +803,22 @@ def _add_index_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     add.add_argument(
         "--hll", type=parse_hll, action="append", default=[], metavar="COL", help="HLL sketch"
+    )
+    add.add_argument(
+        "--minmax",
+        type=parse_minmax,
+        action="append",
+        default=[],
+        metavar="COL",
+        help="page min/max, for files written without a page index",
+    )
+    add.add_argument(
+        "--aggregates",
+        type=parse_aggregates,
+        action="append",
+        default=[],
+        metavar="COL[:GRAN]",
+        help="count, nulls, min, max and sum per unit, for `pqindex aggregate` (default page)",
     )
     add.set_defaults(run=cmd_index_add)
 
@@ -799,6 +860,18 @@ def _add_scan_command(commands: Any, common: argparse.ArgumentParser) -> None:
     scan.set_defaults(run=cmd_scan)
 
 
+def _add_aggregate_command(commands: Any, common: argparse.ArgumentParser) -> None:
+    agg = commands.add_parser(
+        "aggregate", parents=[common], help="count, min, max, sum, avg, from indexes where possible"
+    )
+    agg.add_argument("source", nargs="+", metavar="SOURCE", help="a file, a directory or files")
+    agg.add_argument("--select", required=True, metavar="SQL", help="e.g. 'count(*), sum(x)'")
+    agg.add_argument("--where", metavar="SQL", help="predicate, in DuckDB's SQL")
+    agg.add_argument("--explain", action="store_true", help="print the plan before the row")
+    agg.add_argument("--metrics", action="store_true", help="print the counters after the row")
+    agg.set_defaults(run=cmd_aggregate)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``pqindex`` argument parser with all its subcommands."""
     parser = argparse.ArgumentParser(
@@ -814,6 +887,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.set_defaults(run=cmd_inspect)
     _add_index_commands(commands, common)
     _add_scan_command(commands, common)
+    _add_aggregate_command(commands, common)
     return parser
 
 

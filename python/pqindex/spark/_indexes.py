@@ -34,10 +34,10 @@ def dataset_files(source: str | os.PathLike[str]) -> list[str]:
     return out
 
 
-def _identity(index: IndexDefinition) -> tuple[str, str, str]:
-    """(kind, column, granularity): what identifies an index in a file."""
-    kind, column, granularity, _ = index._spec()
-    return kind, column, granularity
+def _identities(index: IndexDefinition) -> list[tuple[str, str, str]]:
+    """(kind, column, granularity) of each index the definition makes: what identifies an
+    index in a file."""
+    return [(kind, column, granularity) for kind, column, granularity, _ in index._specs()]
 
 
 @dataclass
@@ -57,7 +57,7 @@ class _IndexTask:
             "seconds": [],
             "error": [],
         }
-        kinds = ",".join(sorted({_identity(i)[0] for i in self.indexes}))
+        kinds = ",".join(sorted({k for i in self.indexes for k, _, _ in _identities(i)}))
         for batch in batches:
             for path in batch.column(0).to_pylist():
                 start = time.perf_counter()
@@ -67,7 +67,7 @@ class _IndexTask:
                         (ix["kind"], ix["columns"][0], ix["granularity"])
                         for ix in pqindex.list_indexes(path)
                     }
-                    missing = [i for i in self.indexes if _identity(i) not in present]
+                    missing = [i for i in self.indexes if not set(_identities(i)) <= present]
                     if missing:
                         r = pqindex.add_indexes(path, missing)
                         added = r["bytes_after"] - r["bytes_before"]

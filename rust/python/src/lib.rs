@@ -1,5 +1,6 @@
 //! The `pqindex._native` extension module: thin bindings over `pqindex-core`.
 
+mod aggregate;
 mod error;
 mod index;
 mod metadata;
@@ -16,6 +17,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<scan::PyScan>()?;
     m.add_class::<metadata::PyFileMetadata>()?;
+    m.add_class::<aggregate::PyAggregation>()?;
+    m.add_function(wrap_pyfunction!(aggregate::aggregate, m)?)?;
     m.add_function(wrap_pyfunction!(scan::scan, m)?)?;
     m.add_function(wrap_pyfunction!(scan::read_units, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::read_metadata, m)?)?;

@@ -264,7 +264,7 @@ fn arrow_to_core(e: arrow_schema::ArrowError) -> Error {
 }
 
 /// Report each embedded index the plan could not use as a `pqindex.IndexWarning`.
-fn warn_skipped_indexes(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
+pub fn warn_skipped_indexes(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
     if warnings.is_empty() {
         return Ok(());
     }

@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::index::aggregates::AggregatesIndex;
 use crate::index::column_values::leaves_named;
 use crate::index::locator::{locators, Granularity};
+use crate::index::probe::FileIndexes;
 use crate::index::units::{check_spans, WHOLE_FILE};
 use crate::io::LocalFile;
 use crate::metadata::MetadataCache;
@@ -211,42 +212,41 @@ pub fn aggregate(
     let mut loaded: HashMap<(String, usize), Option<Arc<AggregatesIndex>>> = HashMap::new();
     let mut warnings = Vec::new();
     let mut indexes_read = 0u64;
-    for unit in &scan.units {
+    let (certain_rows, bounds_read) = certain_rows(&scan, &mut warnings)?;
+    indexes_read += bounds_read;
+    for (unit, certain) in scan.units.iter().zip(certain_rows) {
         let md = unit.file.reader_metadata.metadata().clone();
         let rg = unit.row_group;
         let rows = unit.row_group_rows;
-        let certain = match &unit.file.predicate {
-            Some(p) => certain_ranges(&md, rg, p, &mut |_| None).intersect(&unit.ranges),
-            None => unit.ranges.clone(),
-        };
         for g in groups.iter_mut() {
             let answered = match &g.col {
                 None => certain.clone(),
                 Some(col) => {
                     let leaf = col.leaf.expect("bound to a leaf");
-                    let index = loaded
-                        .entry((unit.file.path.clone(), leaf))
-                        .or_insert_with(|| {
-                            if col.prunable && !certain.is_empty() {
-                                match load_index(&unit.file, col, &scan) {
-                                    Ok(Some(i)) => {
-                                        indexes_read += 1;
-                                        Some(Arc::new(i))
-                                    }
-                                    Ok(None) => None,
-                                    Err(e) => {
-                                        warnings.push(format!(
-                                            "{}: aggregates index of {} skipped: {e}",
-                                            unit.file.path, col.name
-                                        ));
-                                        None
-                                    }
+                    // Loaded once per file, when some rows are certain.
+                    let key = (unit.file.path.clone(), leaf);
+                    if !certain.is_empty() && !loaded.contains_key(&key) {
+                        let index = if col.prunable {
+                            match load_index(&unit.file, col, &scan) {
+                                Ok(Some(i)) => {
+                                    indexes_read += 1;
+                                    Some(Arc::new(i))
                                 }
-                            } else {
-                                None
+                                Ok(None) => None,
+                                Err(e) => {
+                                    warnings.push(format!(
+                                        "{}: aggregates index of {} skipped: {e}",
+                                        unit.file.path, col.name
+                                    ));
+                                    None
+                                }
                             }
-                        })
-                        .clone();
+                        } else {
+                            None
+                        };
+                        loaded.insert(key.clone(), index);
+                    }
+                    let index = loaded.get(&key).cloned().flatten();
                     let physical = md
                         .file_metadata()
                         .schema_descr()
@@ -339,7 +339,11 @@ pub fn aggregate(
     }
     let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?;
     let mut warnings_all = scan.warnings.clone();
-    warnings_all.extend(warnings);
+    for w in warnings {
+        if !warnings_all.contains(&w) {
+            warnings_all.push(w);
+        }
+    }
     Ok(Aggregation {
         batch,
         columns: groups.into_iter().map(|g| g.report).collect(),
@@ -347,6 +351,42 @@ pub fn aggregate(
         indexes_read,
         warnings: warnings_all,
     })
+}
+
+/// Per unit of `scan`, the rows on which its file's predicate certainly holds; files
+/// without a page index use the page bounds of their embedded indexes. Also the number of
+/// those indexes read.
+fn certain_rows(scan: &Scan, warnings: &mut Vec<String>) -> Result<(Vec<RowRanges>, u64)> {
+    let mut out = Vec::with_capacity(scan.units.len());
+    let mut indexes_read = 0;
+    let mut i = 0;
+    while i < scan.units.len() {
+        let file = scan.units[i].file.clone();
+        let end = i + scan.units[i..]
+            .iter()
+            .take_while(|u| Arc::ptr_eq(&u.file, &file))
+            .count();
+        let units = &scan.units[i..end];
+        match &file.predicate {
+            None => out.extend(units.iter().map(|u| u.ranges.clone())),
+            Some(p) => {
+                let md = file.reader_metadata.metadata();
+                let local = LocalFile::open_expecting(&file.path, &file.identity, scan.io.clone())?;
+                let mut indexes = FileIndexes::new(&local, md);
+                for u in units {
+                    let rg = u.row_group;
+                    let c = certain_ranges(md, rg, p, &mut |leaf| {
+                        indexes.verdict(leaf).map(|v| v.ranges(rg))
+                    });
+                    out.push(c.intersect(&u.ranges));
+                }
+                indexes_read += indexes.indexes_read;
+                warnings.append(&mut indexes.warnings);
+            }
+        }
+        i = end;
+    }
+    Ok((out, indexes_read))
 }
 
 /// The finest usable aggregates index of `col` in `file`, if any.

@@ -1,7 +1,9 @@
-//! Embedded indexes at planning time: which units of a file may hold a row satisfying an
-//! equality or IN leaf, according to every usable index on the leaf's column.
+//! Embedded indexes at planning time: which units of a file may hold a row satisfying a
+//! leaf, according to every usable index on the leaf's column: bloom and distinct indexes
+//! for equality and IN leaves, page bounds (page_minmax and aggregates indexes) for any
+//! leaf in files without a page index.
 //!
-//! Bloom indexes are read whole (one ranged read). Distinct indexes are read in part: the
+//! Bloom and bounds indexes are read whole (one ranged read). Distinct indexes are read in part: the
 //! header with its directory, then only the buckets of the probed values. An index that is
 //! damaged, of an unknown version, or does not fit the file is skipped with a warning.
 
@@ -10,18 +12,21 @@ use std::collections::{BTreeMap, HashMap};
 use parquet::file::metadata::ParquetMetaData;
 
 use crate::error::Result;
+use crate::index::aggregates::AggregatesIndex;
 use crate::index::bloom::BloomIndex;
 use crate::index::codec::invalid;
 use crate::index::column_values::leaves_named;
 use crate::index::container::{IndexKind, BLOCK_VERSION, CHECKSUM_LEN, HEADER_LEN, MAGIC};
 use crate::index::distinct::DistinctHeader;
 use crate::index::hash::leaf_hashes;
-use crate::index::locator::{locators, Locator};
+use crate::index::locator::{locators, Granularity, Locator};
 use crate::index::units::{check_spans, UnitSpan, WHOLE_FILE};
 use crate::io::LocalFile;
 use crate::predicate::expr::Predicate;
 use crate::prune::bloom::{is_probe, leaf_may_match};
+use crate::prune::plan::has_page_index;
 use crate::prune::row_ranges::RowRanges;
+use crate::prune::stats::{self, decode, ChunkStats};
 
 /// First read of a distinct index: usually the whole header and directory.
 const HEADER_GUESS: usize = 32 * 1024;
@@ -67,6 +72,8 @@ impl LeafVerdict {
 enum State {
     Unread,
     Bloom(BloomIndex),
+    /// An aggregates or page_minmax index: bounds and null counts per unit.
+    MinMax(AggregatesIndex),
     Distinct {
         header: DistinctHeader,
         /// Buckets already fetched, by number.
@@ -97,6 +104,9 @@ impl<'a> FileIndexes<'a> {
     pub fn new(file: &'a LocalFile, md: &'a ParquetMetaData) -> Self {
         let mut warnings = Vec::new();
         let mut entries = Vec::new();
+        // Page bounds from an embedded index serve files without a page index; elsewhere
+        // the ColumnIndex says the same.
+        let page_bounds_wanted = !has_page_index(md);
         for (key, parsed) in locators(md.file_metadata().key_value_metadata()) {
             match parsed {
                 Ok(l) => match IndexKind::from_name(&l.kind) {
@@ -105,6 +115,15 @@ impl<'a> FileIndexes<'a> {
                         kind,
                         state: State::Unread,
                     }),
+                    Some(kind @ (IndexKind::PageMinMax | IndexKind::Aggregates))
+                        if page_bounds_wanted && l.granularity == Granularity::Page =>
+                    {
+                        entries.push(Entry {
+                            locator: l,
+                            kind,
+                            state: State::Unread,
+                        })
+                    }
                     Some(_) => {}
                     None => warnings.push(format!(
                         "{}: index {key} has unknown kind {:?}; skipped",
@@ -132,9 +151,7 @@ impl<'a> FileIndexes<'a> {
     /// The combined verdict of every usable index on the leaf's column, or `None` when no
     /// index can answer for this leaf.
     pub fn verdict(&mut self, leaf: &Predicate) -> Option<LeafVerdict> {
-        if !is_probe(leaf) {
-            return None;
-        }
+        let probe = is_probe(leaf);
         let col = leaf.column()?;
         let leaf_idx = col.leaf?;
         let schema = self.md.file_metadata().schema_descr();
@@ -146,7 +163,11 @@ impl<'a> FileIndexes<'a> {
         let (physical, type_length) = (descr.physical_type(), descr.type_length());
         let mut out: Option<LeafVerdict> = None;
         for i in 0..self.entries.len() {
-            if self.entries[i].locator.columns != [name.clone()] {
+            let bounds = matches!(
+                self.entries[i].kind,
+                IndexKind::PageMinMax | IndexKind::Aggregates
+            );
+            if self.entries[i].locator.columns != [name.clone()] || !(probe || bounds) {
                 continue;
             }
             let units = match self.units_for(i, leaf, physical, type_length) {
@@ -196,6 +217,32 @@ impl<'a> FileIndexes<'a> {
                     })
                     .collect(),
             )),
+            State::MinMax(index) => {
+                let Some(col) = leaf.column() else {
+                    return Ok(None);
+                };
+                Ok(Some(
+                    (0..index.units.len() as u32)
+                        .filter(|&u| {
+                            let (span, unit) = (&index.spans[u as usize], &index.units[u as usize]);
+                            let bound = |b: &Option<Vec<u8>>| {
+                                b.as_deref()
+                                    .filter(|_| col.prunable)
+                                    .and_then(|b| decode(b, physical, col))
+                            };
+                            let stats = ChunkStats {
+                                min: bound(&unit.min),
+                                max: bound(&unit.max),
+                                exact: true,
+                                null_count: Some(unit.nulls),
+                                rows: span.rows,
+                                all_null: unit.nulls == span.rows,
+                            };
+                            stats::leaf_may_match(leaf, &stats)
+                        })
+                        .collect(),
+                ))
+            }
             State::Distinct { .. } => {
                 let Some(hashes) = leaf_hashes(leaf, physical, type_length) else {
                     return Ok(None);
@@ -240,6 +287,11 @@ impl<'a> FileIndexes<'a> {
         let l = self.entries[i].locator.clone();
         self.indexes_read += 1;
         let state = match self.entries[i].kind {
+            IndexKind::PageMinMax | IndexKind::Aggregates => {
+                let index = AggregatesIndex::decode(&l.read_payload(self.file, body_end)?)?;
+                check_spans(&index.spans, self.md)?;
+                State::MinMax(index)
+            }
             IndexKind::Bloom => {
                 let payload = l.read_payload(self.file, body_end)?;
                 let b = BloomIndex::decode(&payload)?;
@@ -294,6 +346,7 @@ impl<'a> FileIndexes<'a> {
         let spans: &[UnitSpan] = match &self.entries[i].state {
             State::Bloom(b) => &b.spans,
             State::Distinct { header, .. } => &header.spans,
+            State::MinMax(index) => &index.spans,
             _ => &[],
         };
         let mut row_groups: BTreeMap<u32, Vec<std::ops::Range<u64>>> = BTreeMap::new();

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use parquet::file::metadata::ParquetMetaData;
 
 use crate::error::Result;
+use crate::index::aggregates::AggregatesIndex;
 use crate::index::bloom::BloomIndex;
 use crate::index::codec::invalid;
 use crate::index::column_values::leaves_named;
@@ -55,7 +56,10 @@ fn check(file: &LocalFile, md: &ParquetMetaData, l: &Locator, body_end: u64) -> 
         Some(IndexKind::Bloom) => BloomIndex::decode(&payload)?.spans,
         Some(IndexKind::Distinct) => distinct::check_all(&payload)?.spans,
         Some(IndexKind::Sketch) => HllIndex::decode(&payload)?.spans,
-        _ => return Err(invalid(format!("unknown index kind {:?}", l.kind))),
+        Some(IndexKind::Aggregates | IndexKind::PageMinMax) => {
+            AggregatesIndex::decode(&payload)?.spans
+        }
+        None => return Err(invalid(format!("unknown index kind {:?}", l.kind))),
     };
     check_spans(&spans, md)?;
     let descr = md.file_metadata().schema_descr();

@@ -1,0 +1,106 @@
+//! `pqindex.aggregate` and the `Aggregation` it returns.
+
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchIterator};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+use pyo3_arrow::ffi::to_schema_pycapsule;
+
+use pqindex_core::aggregate::{aggregate as core_aggregate, AggregateOptions, Aggregation};
+use pqindex_core::metadata::global_cache;
+
+use crate::error::IntoPyResult;
+use crate::runtime::run_blocking;
+use crate::scan::{stream_capsule, warn_skipped_indexes};
+use crate::source::Source;
+
+/// The one-row answer of `aggregate`, with how it was obtained.
+#[pyclass(frozen, name = "Aggregation", module = "pqindex")]
+pub struct PyAggregation {
+    inner: Arc<Aggregation>,
+}
+
+#[pymethods]
+impl PyAggregation {
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyCapsule>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let batch: RecordBatch = self.inner.batch.clone();
+        let schema = batch.schema();
+        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+        stream_capsule(py, Box::new(reader), requested_schema)
+    }
+
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        Ok(to_schema_pycapsule(py, self.inner.batch.schema().as_ref())?)
+    }
+
+    /// The result as a one-row `pyarrow.Table`.
+    fn to_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let batch = self.inner.batch.clone();
+        let schema = batch.schema();
+        crate::pyarrow::table(py, vec![batch], schema)
+    }
+
+    /// Pruning and reading counters, plus what the aggregates indexes answered.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (k, v) in self.inner.metrics() {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
+    /// The scan's plan and, per column, the rows answered by its index and the rows read.
+    fn explain(&self) -> String {
+        self.inner.explain()
+    }
+
+    /// Indexes that could not be used, and why.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        let names: Vec<String> = self
+            .inner
+            .batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        format!("<pqindex.Aggregation: {}>", names.join(", "))
+    }
+}
+
+/// Compute `select` (count, min, max, sum, avg) over the rows of `source` satisfying
+/// `where`, from aggregates indexes where they can answer.
+#[pyfunction]
+#[pyo3(signature = (source, select, r#where=None, *, threads=None))]
+pub fn aggregate(
+    py: Python<'_>,
+    source: Source,
+    select: String,
+    r#where: Option<String>,
+    threads: Option<usize>,
+) -> PyResult<PyAggregation> {
+    let opts = AggregateOptions {
+        select,
+        predicate: r#where,
+        threads: threads.unwrap_or_else(pqindex_core::scan::default_threads),
+        now_ns: None,
+    };
+    let paths = source.0;
+    let a = run_blocking(py, move |cancel| {
+        core_aggregate(&paths, &opts, global_cache(), cancel)
+    })?
+    .py()?;
+    warn_skipped_indexes(py, &a.warnings)?;
+    Ok(PyAggregation { inner: Arc::new(a) })
+}
