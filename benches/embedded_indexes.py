@@ -232,6 +232,9 @@ def main() -> None:
     for f in files:
         pqindex.drop_indexes(f)
 
+    results["aggregates"] = measure_aggregates(work, files, data_bytes, args.runs)
+    results["page_minmax"] = measure_page_minmax(work, files, args.runs)
+
     # Peers on the comment needle, on the same files.
     for f in files:
         pqindex.add_indexes(f, [pqindex.DistinctIndex("l_comment")])
@@ -255,6 +258,102 @@ def main() -> None:
     (out / f"{stem}.json").write_text(json.dumps(results, indent=2, default=str))
     (out / f"{stem}.md").write_text(markdown(results))
     print(f"wrote {out / stem}.md and .json")
+
+
+AGG_SELECT = "count(*), sum(l_quantity)"
+AGG_WHERE = "l_orderkey < 3000000"
+
+
+def measure_aggregates(work: Path, files: list[Path], data_bytes: int, runs: int) -> dict[str, Any]:
+    """``aggregate`` before and after a page aggregates index on l_quantity, against DuckDB."""
+    import duckdb
+
+    def run() -> Any:
+        a = pqindex.aggregate(work, AGG_SELECT, AGG_WHERE)
+        row = pa_row(a)
+        return row, a.metrics()
+
+    con = duckdb.connect()
+    sql = f"SELECT {AGG_SELECT} FROM read_parquet('{work}/*.parquet') WHERE {AGG_WHERE}"
+    duck_seconds, duck = timed(runs, lambda: con.sql(sql).fetchall()[0])
+    out: dict[str, Any] = {"select": AGG_SELECT, "where": AGG_WHERE, "duckdb": list(duck)}
+    out["duckdb_seconds"] = duck_seconds
+    seconds, (row, m) = timed(runs, run)
+    out["before"] = {"seconds": seconds, "row": row, **pick(m)}
+    start = time.perf_counter()
+    for f in files:
+        pqindex.add_indexes(f, [pqindex.AggregateIndex("l_quantity")])
+    build = time.perf_counter() - start
+    sizes = index_bytes(files)
+    seconds, (row, m) = timed(runs, run)
+    out["after"] = {"seconds": seconds, "row": row, **pick(m)}
+    out["build_seconds"] = build
+    out["index_bytes"] = sum(sizes.values())
+    out["overhead"] = out["index_bytes"] / data_bytes
+    for state in ("before", "after"):
+        got = out[state]["row"]
+        assert [int(got[0]), got[1]] == [int(duck[0]), duck[1]], (state, got, duck)
+    print(
+        f"aggregate {AGG_SELECT} WHERE {AGG_WHERE}: {out['before']['bytes_read']:,} B / "
+        f"{out['before']['seconds'] * 1e3:.1f} ms -> {out['after']['bytes_read']:,} B / "
+        f"{out['after']['seconds'] * 1e3:.2f} ms, pages read {out['after']['pages_read']}; "
+        f"DuckDB {duck_seconds * 1e3:.1f} ms",
+        flush=True,
+    )
+    for f in files:
+        pqindex.drop_indexes(f)
+    return out
+
+
+def pa_row(a: Any) -> list[Any]:
+    import pyarrow as pa
+
+    return list(pa.table(a).to_pylist()[0].values())
+
+
+def pick(m: dict[str, int]) -> dict[str, int]:
+    keys = ("bytes_read", "pages_read", "rows_from_index", "rows_to_read", "rows_scanned")
+    return {k: m[k] for k in keys if k in m}
+
+
+def measure_page_minmax(work: Path, files: list[Path], runs: int) -> dict[str, Any]:
+    """A narrow l_orderkey range in a copy of the first file without a page index (as old
+    writers leave it), before and after a page_minmax index on l_orderkey."""
+    import pyarrow.parquet as pq
+
+    old = work.parent / "no-page-index.parquet"
+    pq.write_table(
+        pq.read_table(files[0]),
+        old,
+        row_group_size=10_000_000,
+        max_rows_per_page=20_000,
+        write_page_index=False,
+    )
+    key = pq.read_table(old, columns=["l_orderkey"]).column("l_orderkey")[1_000_000].as_py()
+    where = f"l_orderkey BETWEEN {key} AND {key + 100}"
+
+    def run() -> Any:
+        scan = pqindex.scan(old, where=where)
+        table = scan.to_arrow()
+        return table.num_rows, scan.metrics()
+
+    seconds, (rows, m) = timed(runs, run)
+    out: dict[str, Any] = {"where": where, "before": {"seconds": seconds, "rows": rows, **pick(m)}}
+    start = time.perf_counter()
+    pqindex.add_indexes(old, [pqindex.MinMaxIndex("l_orderkey")])
+    out["build_seconds"] = time.perf_counter() - start
+    out["index_bytes"] = sum(index_bytes([old]).values())
+    out["overhead"] = out["index_bytes"] / old.stat().st_size
+    seconds, (rows2, m) = timed(runs, run)
+    assert rows2 == rows
+    out["after"] = {"seconds": seconds, "rows": rows2, **pick(m)}
+    print(
+        f"page_minmax ({where}, no page index): {out['before']['bytes_read']:,} B -> "
+        f"{out['after']['bytes_read']:,} B, {out['index_bytes']:,} B of index",
+        flush=True,
+    )
+    old.unlink()
+    return out
 
 
 def markdown(r: dict[str, Any]) -> str:
@@ -298,6 +397,38 @@ def markdown(r: dict[str, Any]) -> str:
             f"| {c} | {x['exact']:,} | {x['estimate']:,} | {x['relative_error']:+.2%} | "
             f"{x['standard_error']:.2%} | {x['seconds'] * 1e3:.1f} |"
         )
+    a = r["aggregates"]
+    lines += [
+        "",
+        f'`aggregate(source, "{a["select"]}", where="{a["where"]}")` with a page '
+        f"aggregates index on l_quantity (built in {a['build_seconds']:.1f} s, "
+        f"{a['index_bytes']:,} B, {a['overhead']:.2%} overhead); answer equals DuckDB's "
+        f"{a['duckdb']}:",
+        "",
+        "| | bytes fetched | pages read | rows answered by the index | rows read | ms |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for state in ("before", "after"):
+        x = a[state]
+        lines.append(
+            f"| {state} | {x['bytes_read']:,} | {x['pages_read']} | "
+            f"{x.get('rows_from_index', 0):,} | {x.get('rows_to_read', 0):,} | "
+            f"{x['seconds'] * 1e3:.2f} |"
+        )
+    lines.append(f"| DuckDB | | | | | {a['duckdb_seconds'] * 1e3:.2f} |")
+    mm = r["page_minmax"]
+    lines += [
+        "",
+        f"page_minmax on l_orderkey in a copy of the first file written without a page index "
+        f"(built in {mm['build_seconds']:.1f} s, {mm['index_bytes']:,} B, "
+        f"{mm['overhead']:.3%} overhead), `{mm['where']}`:",
+        "",
+        "| | bytes fetched | ms |",
+        "|---|---:|---:|",
+    ]
+    for state in ("before", "after"):
+        x = mm[state]
+        lines.append(f"| {state} | {x['bytes_read']:,} | {x['seconds'] * 1e3:.2f} |")
     p = r["peers"]
     lines += [
         "",

@@ -1,6 +1,7 @@
 """Files with embedded indexes stay ordinary Parquet: pyarrow, DuckDB, polars, DataFusion
 and Spark read the same schema and the same rows from a file before and after indexes of
-every kind (distinct and bloom at file, row-group and page granularity, hll) were added,
+every kind (distinct, bloom and aggregates at file, row-group and page granularity, hll,
+page_minmax) were added,
 with and without filters; the footer still parses and describes the same row groups,
 column chunks, statistics, page indexes and bloom filters (data pages are not re-encoded).
 
@@ -93,12 +94,18 @@ def make_table(spark_types: bool = False) -> pa.Table:
     return pa.table(columns)
 
 
+# distinct, bloom and aggregates at three granularities, hll, page_minmax.
+INDEXES_PER_COLUMN = 11
+
+
 def every_index(columns: tuple[str, ...] = INDEXED_COLUMNS) -> list[Any]:
     indexes: list[Any] = []
     for c in columns:
         indexes += [pqindex.DistinctIndex(c, g) for g in GRANULARITIES]
         indexes += [pqindex.BloomIndex(c, g) for g in GRANULARITIES]
+        indexes += [pqindex.AggregateIndex(c, g) for g in GRANULARITIES]
         indexes.append(pqindex.HllIndex(c))
+        indexes.append(pqindex.MinMaxIndex(c))
     return indexes
 
 
@@ -142,7 +149,7 @@ def pair(
     write_source(request.param, make_table(), original)
     shutil.copyfile(original, indexed)
     report = pqindex.add_indexes(indexed, every_index())
-    assert len(report["indexes"]) == 7 * len(INDEXED_COLUMNS)
+    assert len(report["indexes"]) == INDEXES_PER_COLUMN * len(INDEXED_COLUMNS)
     assert all(c["ok"] for c in pqindex.verify(indexed))
     assert indexed.stat().st_size > original.stat().st_size
     return original, indexed
@@ -275,7 +282,7 @@ def test_the_footer_describes_the_same_file(pair: tuple[Path, Path]) -> None:
     kv_before = dict(before.metadata or {})
     kv_after = dict(after.metadata or {})
     added = {k for k in kv_after if k.startswith(b"pqindex.index.")}
-    assert len(added) == 7 * len(INDEXED_COLUMNS)
+    assert len(added) == INDEXES_PER_COLUMN * len(INDEXED_COLUMNS)
     assert {k: v for k, v in kv_after.items() if k not in added} == kv_before
     # The Parquet bytes before the index area are the original ones.
     body = footer_start(original)
@@ -462,9 +469,9 @@ def test_duckdb_reads_the_same(pair: tuple[Path, Path]) -> None:
             r[0]
             for r in con.sql(f"SELECT decode(key) FROM parquet_kv_metadata('{indexed}')").fetchall()
         }
-        assert sum(1 for key in keys if key.startswith("pqindex.index.")) == 7 * len(
-            INDEXED_COLUMNS
-        )
+        assert sum(
+            1 for key in keys if key.startswith("pqindex.index.")
+        ) == INDEXES_PER_COLUMN * len(INDEXED_COLUMNS)
     finally:
         con.close()
 
