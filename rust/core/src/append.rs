@@ -55,12 +55,28 @@ pub fn list_indexes(path: &str) -> Result<Vec<Locator>> {
 /// Rewrite `path` with `add` embedded (replacing indexes of the same identity) and without
 /// the existing indexes for which `drop` is true. With `expected`, the file must still have
 /// that identity (the one the new indexes were built from).
+/// `path` with every symbolic link resolved (unchanged when it is none).
+fn resolve_symlinks(path: &str) -> Result<String> {
+    let is_link = std::fs::symlink_metadata(path)
+        .map_err(|e| Error::io(path, e))?
+        .file_type()
+        .is_symlink();
+    if !is_link {
+        return Ok(path.to_string());
+    }
+    let target = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
+    Ok(target.to_string_lossy().into_owned())
+}
+
 pub fn rewrite_indexes(
     path: &str,
     add: Vec<NewIndex>,
     drop: &dyn Fn(&Locator) -> bool,
     expected: Option<&FileIdentity>,
 ) -> Result<AppendReport> {
+    // A symlink stays a symlink: the file it points to is rewritten beside itself.
+    let resolved = resolve_symlinks(path)?;
+    let path = resolved.as_str();
     let file = LocalFile::open(path, Arc::new(IoStats::default()))?;
     let before = file.identity().as_ref().clone();
     if let Some(what) = expected.and_then(|e| e.difference(&before)) {
@@ -448,5 +464,28 @@ mod tests {
         assert_eq!(r2.dropped_damaged.len(), 1, "{:?}", r2.dropped_damaged);
         assert_eq!(r2.indexes.len(), 1);
         assert_eq!(scan(&path, "k = 7").0, vec![7]);
+    }
+
+    #[test]
+    fn a_symlink_stays_a_link_to_the_rewritten_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(dir.path());
+        let link = dir.path().join("link.parquet");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        let link = link.to_string_lossy().into_owned();
+        let r = rewrite_indexes(
+            &link,
+            vec![index(IndexKind::Bloom, "s", b"b")],
+            &|_| false,
+            None,
+        )
+        .unwrap();
+        assert_eq!(r.indexes.len(), 1);
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(list_indexes(&path).unwrap().len(), 1);
+        assert_eq!(list_indexes(&link).unwrap().len(), 1);
     }
 }

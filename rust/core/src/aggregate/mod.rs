@@ -304,6 +304,9 @@ pub fn aggregate(
             },
         )?;
         for batch in scan.stream_units(reads, shape) {
+            if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(Error::Cancelled);
+            }
             let batch = batch?;
             if g.star {
                 g.star_rows += batch.num_rows() as u64;
