@@ -491,6 +491,25 @@ def test_aggregate_from_indexes_equals_pyarrow(
     assert code != 0 and "numeric" in err
 
 
+def test_catalog_build_show_refresh(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "ds"
+    root.mkdir()
+    for i in range(3):
+        pq.write_table(_table(50).slice(0, 50), root / f"p{i}.parquet")
+    code, doc = run_json(capsys, "catalog", "build", root, "--columns", "k,s", "--bloom", "s")
+    assert code == 0
+    assert (doc["version"], doc["files"], doc["bloom_columns"]) == (1, 3, ["s"])
+    pq.write_table(_table(50), root / "p9.parquet")
+    code, doc = run_json(capsys, "catalog", "show", root)
+    assert code == 0 and doc["freshness"] == {"fresh": 3, "changed": 0, "added": 1, "removed": 0}
+    code, doc = run_json(capsys, "catalog", "refresh", root)
+    assert code == 0 and doc["version"] == 2 and doc["report"]["added"] == 1
+    code, out, _ = run(capsys, "catalog", "show", root)
+    assert code == 0 and "version" in out
+    code, _, err = run(capsys, "catalog", "show", tmp_path)
+    assert code != 0 and "no catalog" in err
+
+
 def test_expand_paths(data_dir: Path) -> None:
     for rel in [
         "a.parquet",

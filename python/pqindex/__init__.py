@@ -26,6 +26,7 @@ from pqindex._indexes import (
 )
 from pqindex._native import (
     Aggregation,
+    Catalog,
     FileMetadata,
     Scan,
     __version__,
@@ -45,6 +46,7 @@ __all__ = [
     "AggregateIndex",
     "Aggregation",
     "BloomIndex",
+    "Catalog",
     "DistinctIndex",
     "FileChangedError",
     "FileMetadata",

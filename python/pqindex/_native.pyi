@@ -1,6 +1,6 @@
 """Type stubs of the native module built from ``rust/python``."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from os import PathLike
 from typing import Any, Literal, Protocol, final
 
@@ -63,6 +63,40 @@ def aggregate(
     satisfies it and reading data pages only for the rest."""
 
 @final
+class Catalog:
+    """A dataset's catalog (``<dataset>/_pqindex/``): per data file its identity, row
+    counts, column summaries, bloom filters and footer with page index. ``scan`` of the
+    dataset directory uses it automatically; files added or changed since it was built are
+    planned from their own footers."""
+
+    @staticmethod
+    def build(
+        source: StrPath,
+        columns: Sequence[str] = (),
+        *,
+        bloom: Sequence[str] | None = None,
+        fpp: float = 0.01,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Catalog: ...
+    @staticmethod
+    def open(source: StrPath) -> Catalog | None: ...
+    def refresh(self, *, progress: Callable[[int, int], None] | None = None) -> Catalog: ...
+    def seed_metadata_cache(self) -> int: ...
+    def freshness(self) -> dict[str, int]:
+        """Data files described as they are, changed, added and removed since."""
+    def report(self) -> dict[str, int] | None: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def root(self) -> str: ...
+    @property
+    def num_files(self) -> int: ...
+    @property
+    def columns(self) -> list[str]: ...
+    @property
+    def bloom_columns(self) -> list[str]: ...
+
+@final
 class FileMetadata:
     """The parsed footer of one Parquet file."""
 
@@ -82,6 +116,8 @@ def scan(
     columns: Sequence[str] | None = None,
     batch_size: int = 65536,
     threads: int | None = None,
+    *,
+    catalog: bool = True,
 ) -> Scan: ...
 def read_units(
     units: _ArrowStream | _ArrowArray,

@@ -860,6 +860,121 @@ def _add_scan_command(commands: Any, common: argparse.ArgumentParser) -> None:
     scan.set_defaults(run=cmd_scan)
 
 
+class _LazyProgress:
+    """A ``progress(done, total)`` callback drawing a ``ProgressBar`` once the total is known."""
+
+    def __init__(self) -> None:
+        self._bar: ProgressBar | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            self._bar = ProgressBar(total)
+            self._bar.update(0)
+        self._bar.update(done)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+
+def _catalog_doc(catalog: Any) -> Json:
+    return {
+        "root": catalog.root,
+        "version": catalog.version,
+        "files": catalog.num_files,
+        "columns": catalog.columns,
+        "bloom_columns": catalog.bloom_columns,
+        "report": catalog.report(),
+    }
+
+
+def _print_catalog(doc: Json, as_json: bool) -> None:
+    if as_json:
+        print_json(json_safe(doc))
+        return
+    rows: list[list[object]] = [
+        ["catalog", os.path.join(doc["root"], "_pqindex")],
+        ["version", doc["version"]],
+        ["files", doc["files"]],
+        ["columns", ", ".join(doc["columns"]) or "-"],
+        ["bloom filters", ", ".join(doc["bloom_columns"]) or "-"],
+    ]
+    for key, value in (doc.get("report") or {}).items():
+        if key not in ("version", "files"):
+            rows.append([key, value])
+    for key, value in (doc.get("freshness") or {}).items():
+        rows.append([key, value])
+    print(format_table(["", ""], rows))
+
+
+def cmd_catalog_build(args: argparse.Namespace) -> int:
+    """``pqindex catalog build DATASET --columns a,b --bloom a``."""
+    progress = _LazyProgress()
+    try:
+        catalog = pqindex.Catalog.build(
+            args.dataset,
+            args.columns or [],
+            bloom=args.bloom if args.bloom is not None else None,
+            fpp=args.fpp,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    _print_catalog(_catalog_doc(catalog), args.json)
+    return 0
+
+
+def _open_catalog(dataset: str) -> Any:
+    catalog = pqindex.Catalog.open(dataset)
+    if catalog is None:
+        raise CliError(f"{dataset}: no catalog (build one with `pqindex catalog build`)")
+    return catalog
+
+
+def cmd_catalog_refresh(args: argparse.Namespace) -> int:
+    """``pqindex catalog refresh DATASET``: a new version for what changed."""
+    progress = _LazyProgress()
+    try:
+        catalog = _open_catalog(args.dataset).refresh(progress=progress)
+    finally:
+        progress.close()
+    _print_catalog(_catalog_doc(catalog), args.json)
+    return 0
+
+
+def cmd_catalog_show(args: argparse.Namespace) -> int:
+    """``pqindex catalog show DATASET``: the current version and how fresh it is."""
+    catalog = _open_catalog(args.dataset)
+    doc = _catalog_doc(catalog)
+    doc["freshness"] = catalog.freshness()
+    _print_catalog(doc, args.json)
+    return 0
+
+
+def _add_catalog_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    catalog = commands.add_parser("catalog", help="build, refresh or show a dataset's catalog")
+    sub = catalog.add_subparsers(dest="catalog_command", metavar="COMMAND", required=True)
+    build = sub.add_parser("build", parents=[common], help="build the catalog of a dataset")
+    build.add_argument("dataset", metavar="DATASET", help="the dataset directory")
+    build.add_argument(
+        "--columns", type=_columns_arg, metavar="a,b", help="columns to summarise (min/max)"
+    )
+    build.add_argument(
+        "--bloom",
+        type=_columns_arg,
+        metavar="a,b",
+        help="columns with a per-file bloom filter (default: the --columns)",
+    )
+    build.add_argument("--fpp", type=_fpp, default=0.01, help="bloom false positive rate")
+    build.set_defaults(run=cmd_catalog_build)
+    refresh = sub.add_parser("refresh", parents=[common], help="update it for changed files")
+    refresh.add_argument("dataset", metavar="DATASET")
+    refresh.set_defaults(run=cmd_catalog_refresh)
+    show = sub.add_parser("show", parents=[common], help="its version, columns and freshness")
+    show.add_argument("dataset", metavar="DATASET")
+    show.set_defaults(run=cmd_catalog_show)
+
+
 def _add_aggregate_command(commands: Any, common: argparse.ArgumentParser) -> None:
     agg = commands.add_parser(
         "aggregate", parents=[common], help="count, min, max, sum, avg, from indexes where possible"
@@ -888,6 +1003,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_index_commands(commands, common)
     _add_scan_command(commands, common)
     _add_aggregate_command(commands, common)
+    _add_catalog_commands(commands, common)
     return parser
 
 

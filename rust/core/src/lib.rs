@@ -3,6 +3,7 @@
 
 pub mod aggregate;
 pub mod append;
+pub mod catalog;
 pub mod error;
 pub mod index;
 pub mod io;

@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
+use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::io::{IoStats, LocalFile};
 use crate::metadata::MetadataCache;
@@ -25,6 +26,8 @@ pub struct ScanOptions {
     pub threads: usize,
     /// "Now" for `now()` and `current_date`, in ns since the epoch; the plan time if unset.
     pub now_ns: Option<i128>,
+    /// Plan without the dataset's catalog even when it has one.
+    pub ignore_catalog: bool,
 }
 
 impl Default for ScanOptions {
@@ -35,6 +38,7 @@ impl Default for ScanOptions {
             batch_size: 65536,
             threads: default_threads(),
             now_ns: None,
+            ignore_catalog: false,
         }
     }
 }
@@ -60,6 +64,8 @@ pub struct Scan {
     pub partition_fields: Vec<Field>,
     /// The "now" that `now()` and `current_date` folded to.
     pub now_ns: i128,
+    /// The catalog planning used: its directory and version.
+    pub catalog: Option<(String, u64)>,
     /// The files' schema as read, as stored, and as Parquet: what names bind against.
     pub file_schema: Schema,
     pub native_schema: Schema,
@@ -78,8 +84,17 @@ impl Scan {
             return Err(Error::InvalidArgument("batch_size must be positive".into()));
         }
         let listing = list_source(paths)?;
+        let catalog = match paths {
+            [dir] if !opts.ignore_catalog && std::path::Path::new(dir).is_dir() => {
+                Catalog::open(dir)?
+            }
+            _ => None,
+        };
         let io = Arc::new(IoStats::default());
         let first = &listing.files[0].path;
+        if let Some(c) = &catalog {
+            c.seed_one(first, cache)?;
+        }
         let first_file = LocalFile::open(first, io.clone())?;
         // The first footer gives the schema; planning then finds it in the cache.
         let (md, first_outcome) = cache.get(&first_file, false)?;
@@ -120,6 +135,8 @@ impl Scan {
             projected_leaves: &projected_leaves,
             cache,
             io: &io,
+            catalog: catalog.as_ref(),
+            descr,
         };
         let threads = opts.threads.max(1);
         let plans = plan_files(
@@ -157,6 +174,15 @@ impl Scan {
             read: Arc::new(ReadMetrics::default()),
             partition_fields: listing.partition_fields,
             now_ns,
+            catalog: catalog.map(|c| {
+                (
+                    c.root
+                        .join(crate::catalog::store::DIR)
+                        .to_string_lossy()
+                        .into_owned(),
+                    c.version,
+                )
+            }),
             file_schema: schema,
             native_schema: native,
             descr: md.file_metadata().schema_descr_ptr(),
@@ -224,6 +250,9 @@ impl Scan {
             ("rows_pruned_by_index", m.rows_pruned_by_index),
             ("indexes_read", m.indexes_read),
             ("indexes_skipped", m.indexes_skipped),
+            ("files_pruned_by_catalog", m.files_pruned_by_catalog),
+            ("footers_from_catalog", m.footers_from_catalog),
+            ("files_not_in_catalog", m.files_not_in_catalog),
             ("bytes_read", self.io.bytes()),
             ("requests", self.io.requests()),
         ]
@@ -255,6 +284,13 @@ impl Scan {
             "  files:       {} listed, {} pruned ({} by partition values, {} by embedded indexes)",
             m.files, m.files_pruned, m.files_pruned_by_partition, m.files_pruned_by_index
         );
+        if let Some((dir, version)) = &self.catalog {
+            let _ = writeln!(
+                s,
+                "  catalog:     {dir} version {version}: {} files pruned by its bounds and bloom filters, {} footers taken from it, {} files not in it or changed since (footers read)",
+                m.files_pruned_by_catalog, m.footers_from_catalog, m.files_not_in_catalog
+            );
+        }
         let _ = writeln!(
             s,
             "  row groups:  {} in opened files, {} pruned by statistics, {} by bloom filters, {} by embedded indexes, {} by page index",

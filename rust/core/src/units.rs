@@ -444,6 +444,7 @@ impl Scan {
             read: Arc::new(ReadMetrics::default()),
             partition_fields,
             now_ns,
+            catalog: None,
             file_schema,
             native_schema,
             descr,

@@ -1,6 +1,7 @@
 //! The `pqindex._native` extension module: thin bindings over `pqindex-core`.
 
 mod aggregate;
+mod catalog;
 mod error;
 mod index;
 mod metadata;
@@ -18,6 +19,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<scan::PyScan>()?;
     m.add_class::<metadata::PyFileMetadata>()?;
     m.add_class::<aggregate::PyAggregation>()?;
+    m.add_class::<catalog::PyCatalog>()?;
     m.add_function(wrap_pyfunction!(aggregate::aggregate, m)?)?;
     m.add_function(wrap_pyfunction!(scan::scan, m)?)?;
     m.add_function(wrap_pyfunction!(scan::read_units, m)?)?;

@@ -14,6 +14,20 @@ where
     T: Send + 'static,
     F: FnOnce(&AtomicBool) -> T + Send + 'static,
 {
+    run_blocking_ticking(py, |_| Ok(()), f)
+}
+
+/// As `run_blocking`, calling `tick` with the GIL every 50 ms while `f` runs (to show
+/// progress).
+pub fn run_blocking_ticking<T, F>(
+    py: Python<'_>,
+    tick: impl Fn(Python<'_>) -> PyResult<()>,
+    f: F,
+) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce(&AtomicBool) -> T + Send + 'static,
+{
     let cancel = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
     // `detach` needs a `Sync` closure; the lock is only ever taken by this thread.
@@ -36,7 +50,7 @@ where
         match got {
             Ok(v) => return Ok(v),
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                if let Err(e) = py.check_signals() {
+                if let Err(e) = py.check_signals().and_then(|()| tick(py)) {
                     cancel.store(true, Ordering::Relaxed);
                     return Err(e);
                 }

@@ -239,6 +239,7 @@ pub fn read_units(
         batch_size,
         threads: threads.unwrap_or_else(pqindex_core::scan::default_threads),
         now_ns: Some(now_ns),
+        ignore_catalog: true,
     };
     let batches = units
         .into_reader()?
@@ -278,7 +279,7 @@ pub fn warn_skipped_indexes(py: Python<'_>, warnings: &[String]) -> PyResult<()>
 
 /// Plan a scan of `source`, pruning with `where`.
 #[pyfunction]
-#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None))]
+#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true))]
 pub fn scan(
     py: Python<'_>,
     source: Source,
@@ -286,6 +287,7 @@ pub fn scan(
     columns: Option<Vec<String>>,
     batch_size: usize,
     threads: Option<usize>,
+    catalog: bool,
 ) -> PyResult<PyScan> {
     let opts = ScanOptions {
         predicate: r#where,
@@ -293,6 +295,7 @@ pub fn scan(
         batch_size,
         threads: threads.unwrap_or_else(pqindex_core::scan::default_threads),
         now_ns: None,
+        ignore_catalog: !catalog,
     };
     let paths = source.0;
     let planned = run_blocking(py, move |cancel| {

@@ -125,6 +125,19 @@ impl MetadataCache {
         Ok((metadata, outcome))
     }
 
+    /// Whether the cache holds the metadata of this very version of a file.
+    pub fn contains(&self, identity: &FileIdentity) -> bool {
+        let st = self.lock();
+        st.entries
+            .peek(&identity.path)
+            .is_some_and(|e| &e.identity == identity)
+    }
+
+    /// Put metadata obtained elsewhere (a catalog) for this version of a file.
+    pub fn seed(&self, identity: FileIdentity, metadata: Arc<ParquetMetaData>, page_index: bool) {
+        self.insert(identity.path.clone(), identity, metadata, page_index);
+    }
+
     fn insert(
         &self,
         key: String,

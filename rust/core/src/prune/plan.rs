@@ -8,6 +8,7 @@ use std::sync::Arc;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 
+use crate::catalog::{Catalog, Lookup};
 use crate::error::{Error, Result};
 use crate::index::probe::{FileIndexes, LeafVerdict};
 use crate::io::{FileIdentity, IoStats, LocalFile};
@@ -60,6 +61,11 @@ pub struct PlanMetrics {
     pub rows_pruned_by_index: u64,
     pub indexes_read: u64,
     pub indexes_skipped: u64,
+    pub files_pruned_by_catalog: u64,
+    /// Kept files whose footer came from the catalog.
+    pub footers_from_catalog: u64,
+    /// Files the catalog does not describe as they are now (added or changed since).
+    pub files_not_in_catalog: u64,
 }
 
 impl PlanMetrics {
@@ -83,6 +89,9 @@ impl PlanMetrics {
         self.rows_pruned_by_index += o.rows_pruned_by_index;
         self.indexes_read += o.indexes_read;
         self.indexes_skipped += o.indexes_skipped;
+        self.files_pruned_by_catalog += o.files_pruned_by_catalog;
+        self.footers_from_catalog += o.footers_from_catalog;
+        self.files_not_in_catalog += o.files_not_in_catalog;
     }
 }
 
@@ -106,6 +115,10 @@ pub struct PlanContext<'a> {
     pub projected_leaves: &'a [usize],
     pub cache: &'a MetadataCache,
     pub io: &'a Arc<IoStats>,
+    /// The dataset's catalog, when planning uses one.
+    pub catalog: Option<&'a Catalog>,
+    /// The dataset's Parquet schema (physical types for catalog bloom probes).
+    pub descr: &'a parquet::schema::types::SchemaDescriptor,
 }
 
 /// Plan one file: partition values, then row groups, then pages.
@@ -133,6 +146,45 @@ pub fn plan_file(
         });
     }
     let predicate = predicate.filter(|p| *p != Predicate::Const(Some(true)));
+    if let Some(catalog) = ctx.catalog {
+        let id = FileIdentity::stat(path)?;
+        match catalog.lookup(path, &id) {
+            Lookup::Fresh(entry) => {
+                if let Some(pred) = &predicate {
+                    let mut by_bloom = |leaf: &Predicate| {
+                        let Some(leaf_idx) = leaf.column().and_then(|c| c.leaf) else {
+                            return true;
+                        };
+                        let d = ctx.descr.column(leaf_idx);
+                        catalog.bounds_may_match(entry, leaf, d.physical_type())
+                            && catalog.bloom_may_match(
+                                entry,
+                                leaf,
+                                d.physical_type(),
+                                d.type_length(),
+                            )
+                    };
+                    if !stats::may_match(pred, &mut by_bloom) {
+                        m.files_pruned = 1;
+                        m.files_pruned_by_catalog = 1;
+                        return Ok(FilePlan {
+                            units: Vec::new(),
+                            metrics: m,
+                            summary: format!(
+                                "{path}: pruned by the catalog's bounds and bloom filters"
+                            ),
+                            warnings: Vec::new(),
+                        });
+                    }
+                }
+                if !ctx.cache.contains(&id) {
+                    ctx.cache.seed(id, Arc::new(entry.metadata()?), true);
+                }
+                m.footers_from_catalog = 1;
+            }
+            Lookup::Changed | Lookup::Unknown => m.files_not_in_catalog = 1,
+        }
+    }
     let file = LocalFile::open(path, ctx.io.clone())?;
     let (md, outcome) = ctx.cache.get(&file, false)?;
     if outcome.footer_hit {

@@ -1,0 +1,493 @@
+//! The dataset catalog: per data file its identity, row counts, column summaries, a
+//! file-level bloom filter for chosen columns, and its serialised footer with the page
+//! index. Planning with it rules out files by their blooms without touching them and takes
+//! every kept file's footer from the catalog instead of the file. A file whose identity
+//! differs from the catalog's (added, rewritten) is planned the usual way, so a stale
+//! catalog costs reads, never rows.
+
+pub mod store;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parquet::bloom_filter::Sbbf;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::index::bloom::{BloomBuilder, BloomIndex};
+use crate::index::column_values::{for_each_page, leaves_named};
+use crate::index::locator::Granularity;
+use crate::io::{FileIdentity, IoStats, LocalFile};
+use crate::metadata::MetadataCache;
+use crate::predicate::bind::bind_column;
+use crate::predicate::expr::Predicate;
+use crate::predicate::value::Value;
+use crate::predicate::BindSchema;
+use crate::prune::bloom::{is_probe, leaf_may_match};
+use crate::prune::stats::{self, decode, row_group_stats, ChunkStats};
+use crate::scan::file_schemas;
+use crate::source::list_source;
+
+/// A column the catalog summarises.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CatalogColumn {
+    pub name: String,
+    /// Whether each file gets a bloom filter of the column's values.
+    pub bloom: bool,
+    pub fpp: f64,
+}
+
+/// What the catalog knows of one column in one file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ColumnSummary {
+    /// Bounds over the file's row groups, as SQL literals (for people looking inside).
+    pub min: Option<String>,
+    pub max: Option<String>,
+    pub null_count: Option<u64>,
+    /// The same bounds, plain-encoded as statistics are, for pruning.
+    pub lo: Option<Vec<u8>>,
+    pub hi: Option<Vec<u8>>,
+    /// A file-granular bloom index payload (see `index::bloom`).
+    pub bloom: Option<Vec<u8>>,
+}
+
+/// One data file.
+#[derive(Debug, Clone)]
+pub struct CatalogEntry {
+    /// Relative to the dataset root.
+    pub path: String,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ino: u64,
+    pub ctime_ns: i64,
+    pub num_rows: i64,
+    pub num_row_groups: i32,
+    /// The footer and page index, as `ParquetMetaDataWriter` writes them.
+    pub footer: Bytes,
+    /// In the order of `Catalog::columns`.
+    pub columns: Vec<ColumnSummary>,
+}
+
+impl CatalogEntry {
+    fn describes(&self, id: &FileIdentity) -> bool {
+        self.size == id.size
+            && self.mtime_ns == id.mtime_ns
+            && self.ino == id.ino
+            && self.ctime_ns == id.ctime_ns
+    }
+
+    /// The file's metadata, page index included.
+    pub fn metadata(&self) -> Result<ParquetMetaData> {
+        ParquetMetaDataReader::new()
+            .with_page_index_policy(PageIndexPolicy::Optional)
+            .parse_and_finish(&self.footer)
+            .map_err(|e| Error::Source(format!("{}: catalog footer unreadable: {e}", self.path)))
+    }
+}
+
+/// What `build` and `refresh` did.
+#[derive(Debug, Clone, Default)]
+pub struct CatalogReport {
+    pub version: u64,
+    pub files: u64,
+    pub added: u64,
+    pub changed: u64,
+    pub removed: u64,
+    pub kept: u64,
+    pub bytes: u64,
+}
+
+/// Decoded bloom filters by (file, column index); `None` for a column without one.
+type BloomCache = HashMap<(String, usize), Option<Arc<Sbbf>>>;
+
+/// A loaded catalog.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub root: PathBuf,
+    pub version: u64,
+    pub columns: Vec<CatalogColumn>,
+    pub entries: HashMap<String, Arc<CatalogEntry>>,
+    /// Bloom filters decoded on first use, by (path, column index).
+    blooms: Arc<std::sync::Mutex<BloomCache>>,
+}
+
+/// A file as the catalog sees it.
+pub enum Lookup<'a> {
+    /// Described, and unchanged since.
+    Fresh(&'a Arc<CatalogEntry>),
+    /// Described, but the file changed since.
+    Changed,
+    /// Not described (added since).
+    Unknown,
+}
+
+impl Catalog {
+    /// The catalog of the dataset at `root`, if it has one.
+    pub fn open(root: &str) -> Result<Option<Catalog>> {
+        let root = PathBuf::from(root);
+        let Some((version, file)) = store::current(&root)? else {
+            return Ok(None);
+        };
+        let (columns, entries) = store::read(&file)?;
+        Ok(Some(Catalog {
+            root,
+            version,
+            columns,
+            entries: entries
+                .into_iter()
+                .map(|e| (e.path.clone(), Arc::new(e)))
+                .collect(),
+            blooms: Default::default(),
+        }))
+    }
+
+    /// Build a catalog of the dataset at `root` summarising `columns`, replacing any.
+    pub fn build(
+        root: &str,
+        columns: &[CatalogColumn],
+        cache: &MetadataCache,
+        progress: &dyn Fn(u64, u64) -> Result<()>,
+    ) -> Result<(Catalog, CatalogReport)> {
+        if !Path::new(root).is_dir() {
+            return Err(Error::Source(format!(
+                "{root}: a catalog describes a dataset directory"
+            )));
+        }
+        let previous = store::current(Path::new(root))?.map_or(0, |(v, _)| v);
+        Self::write_version(
+            root,
+            previous + 1,
+            columns,
+            &HashMap::new(),
+            cache,
+            progress,
+        )
+    }
+
+    /// Bring the catalog up to date: files added or changed are summarised again, removed
+    /// ones dropped, unchanged ones kept; a new version is written.
+    pub fn refresh(
+        &self,
+        cache: &MetadataCache,
+        progress: &dyn Fn(u64, u64) -> Result<()>,
+    ) -> Result<(Catalog, CatalogReport)> {
+        let root = self.root.to_string_lossy().into_owned();
+        Self::write_version(
+            &root,
+            self.version + 1,
+            &self.columns,
+            &self.entries,
+            cache,
+            progress,
+        )
+    }
+
+    fn write_version(
+        root: &str,
+        version: u64,
+        columns: &[CatalogColumn],
+        old: &HashMap<String, Arc<CatalogEntry>>,
+        cache: &MetadataCache,
+        progress: &dyn Fn(u64, u64) -> Result<()>,
+    ) -> Result<(Catalog, CatalogReport)> {
+        if !Path::new(root).is_dir() {
+            return Err(Error::Source(format!(
+                "{root}: a catalog describes a dataset directory"
+            )));
+        }
+        let listing = list_source(&[root.to_string()])?;
+        let mut report = CatalogReport {
+            version,
+            files: listing.files.len() as u64,
+            ..Default::default()
+        };
+        let mut entries = Vec::with_capacity(listing.files.len());
+        let total = listing.files.len() as u64;
+        for (i, f) in listing.files.iter().enumerate() {
+            let rel = relative(root, &f.path);
+            let id = FileIdentity::stat(&f.path)?;
+            match old.get(&rel) {
+                Some(e) if e.describes(&id) => {
+                    report.kept += 1;
+                    entries.push(e.as_ref().clone());
+                }
+                Some(_) => {
+                    report.changed += 1;
+                    entries.push(summarise(&f.path, &rel, columns, cache)?);
+                }
+                None => {
+                    if !old.is_empty() {
+                        report.added += 1;
+                    }
+                    entries.push(summarise(&f.path, &rel, columns, cache)?);
+                }
+            }
+            progress(i as u64 + 1, total)?;
+        }
+        report.removed = old
+            .keys()
+            .filter(|k| !entries.iter().any(|e| &e.path == *k))
+            .count() as u64;
+        let file = store::write(Path::new(root), version, columns, &entries)?;
+        report.bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
+        let catalog = Catalog {
+            root: PathBuf::from(root),
+            version,
+            columns: columns.to_vec(),
+            entries: entries
+                .into_iter()
+                .map(|e| (e.path.clone(), Arc::new(e)))
+                .collect(),
+            blooms: Default::default(),
+        };
+        Ok((catalog, report))
+    }
+
+    /// Seed `cache` with the footer of every file the catalog describes as it is now, so
+    /// a process that plans or reads later (a Spark executor) reads no footer; returns how
+    /// many were seeded.
+    pub fn seed_cache(&self, cache: &MetadataCache) -> Result<u64> {
+        let mut seeded = 0;
+        for e in self.entries.values() {
+            let path = self.root.join(&e.path).to_string_lossy().into_owned();
+            let Ok(id) = FileIdentity::stat(&path) else {
+                continue;
+            };
+            if e.describes(&id) && !cache.contains(&id) {
+                cache.seed(id, Arc::new(e.metadata()?), true);
+                seeded += 1;
+            }
+        }
+        Ok(seeded)
+    }
+
+    /// Seed `cache` with the footer of the file at `path` if the catalog describes it as
+    /// it is now.
+    pub fn seed_one(&self, path: &str, cache: &MetadataCache) -> Result<()> {
+        let Ok(id) = FileIdentity::stat(path) else {
+            return Ok(());
+        };
+        if let Lookup::Fresh(e) = self.lookup(path, &id) {
+            if !cache.contains(&id) {
+                cache.seed(id, Arc::new(e.metadata()?), true);
+            }
+        }
+        Ok(())
+    }
+
+    /// How the data files now compare with the catalog: (described as they are, changed
+    /// since, added since, removed since).
+    pub fn freshness(&self) -> Result<(u64, u64, u64, u64)> {
+        let listing = list_source(&[self.root.to_string_lossy().into_owned()])?;
+        let (mut fresh, mut changed, mut added) = (0, 0, 0);
+        for f in &listing.files {
+            let id = FileIdentity::stat(&f.path)?;
+            match self.lookup(&f.path, &id) {
+                Lookup::Fresh(_) => fresh += 1,
+                Lookup::Changed => changed += 1,
+                Lookup::Unknown => added += 1,
+            }
+        }
+        let removed = (self.entries.len() as u64).saturating_sub(fresh + changed);
+        Ok((fresh, changed, added, removed))
+    }
+
+    /// How the catalog describes the file at `path` (a path below the root), as it is now.
+    pub fn lookup(&self, path: &str, id: &FileIdentity) -> Lookup<'_> {
+        let rel = relative(&self.root.to_string_lossy(), path);
+        match self.entries.get(&rel) {
+            Some(e) if e.describes(id) => Lookup::Fresh(e),
+            Some(_) => Lookup::Changed,
+            None => Lookup::Unknown,
+        }
+    }
+
+    /// Whether the file of `entry` may hold a row satisfying `leaf` (on a column of
+    /// `physical` type), by the file-level bounds and null count the catalog keeps;
+    /// `true` when it keeps none for the column.
+    pub fn bounds_may_match(
+        &self,
+        entry: &CatalogEntry,
+        leaf: &Predicate,
+        physical: parquet::basic::Type,
+    ) -> bool {
+        let Some(col) = leaf.column() else {
+            return true;
+        };
+        let Some(i) = self
+            .columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(&col.name))
+        else {
+            return true;
+        };
+        let Some(s) = entry.columns.get(i) else {
+            return true;
+        };
+        let bound = |b: &Option<Vec<u8>>| {
+            b.as_deref()
+                .filter(|_| col.prunable)
+                .and_then(|b| decode(b, physical, col))
+        };
+        let stats = ChunkStats {
+            min: bound(&s.lo),
+            max: bound(&s.hi),
+            exact: false,
+            null_count: s.null_count,
+            rows: entry.num_rows.max(0) as u64,
+            all_null: false,
+        };
+        stats::leaf_may_match(leaf, &stats)
+    }
+
+    /// Whether the file of `entry` may hold a row satisfying the probe leaf `leaf` (on a
+    /// column of `physical` type), by the catalog's bloom filter of its column; `true` when
+    /// the catalog has none.
+    pub fn bloom_may_match(
+        &self,
+        entry: &CatalogEntry,
+        leaf: &Predicate,
+        physical: parquet::basic::Type,
+        type_length: i32,
+    ) -> bool {
+        if !is_probe(leaf) {
+            return true;
+        }
+        let Some(col) = leaf.column() else {
+            return true;
+        };
+        let Some(i) = self
+            .columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(&col.name) && c.bloom)
+        else {
+            return true;
+        };
+        let sbbf = {
+            let mut cache = self.blooms.lock().unwrap_or_else(|e| e.into_inner());
+            cache
+                .entry((entry.path.clone(), i))
+                .or_insert_with(|| {
+                    let payload = entry.columns.get(i)?.bloom.as_ref()?;
+                    let mut index = BloomIndex::decode(payload).ok()?;
+                    (index.filters.len() == 1).then(|| Arc::new(index.filters.remove(0)))
+                })
+                .clone()
+        };
+        match sbbf {
+            Some(sbbf) => leaf_may_match(leaf, &sbbf, physical, type_length),
+            None => true,
+        }
+    }
+}
+
+fn relative(root: &str, path: &str) -> String {
+    Path::new(path)
+        .strip_prefix(root)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| path.to_string())
+}
+
+/// Summarise one data file.
+fn summarise(
+    path: &str,
+    rel: &str,
+    columns: &[CatalogColumn],
+    cache: &MetadataCache,
+) -> Result<CatalogEntry> {
+    let file = LocalFile::open(path, Arc::new(IoStats::default()))?;
+    let id = file.identity().as_ref().clone();
+    let (md, _) = cache.get(&file, true)?;
+    let mut footer = Vec::new();
+    parquet::file::metadata::ParquetMetaDataWriter::new(&mut footer, &md)
+        .finish()
+        .map_err(|e| Error::from(e).in_file(path))?;
+    let (schema, native) = file_schemas(&md, path)?;
+    let bind_schema = BindSchema {
+        arrow: &schema,
+        native: &native,
+        parquet: md.file_metadata().schema_descr(),
+        partitions: &[],
+    };
+    let mut summaries = Vec::with_capacity(columns.len());
+    for c in columns {
+        let descr = md.file_metadata().schema_descr();
+        if leaves_named(descr, &c.name).len() != 1 {
+            return Err(Error::InvalidArgument(format!(
+                "{path}: no single column {:?} to summarise",
+                c.name
+            )));
+        }
+        let parts: Vec<String> = c.name.split('.').map(str::to_string).collect();
+        let col = bind_column(&parts, &bind_schema)?;
+        let mut s = ColumnSummary::default();
+        let mut bounds: Option<(Value, Value, Vec<u8>, Vec<u8>)> = None;
+        let mut exact_bounds = true;
+        let mut nulls = Some(0u64);
+        for rg in 0..md.num_row_groups() {
+            let stats = row_group_stats(&md, rg, &col);
+            nulls = match (nulls, stats.as_ref().and_then(|s| s.null_count)) {
+                (Some(a), Some(b)) => Some(a + b),
+                _ => None,
+            };
+            let raw = col
+                .leaf
+                .and_then(|l| md.row_group(rg).column(l).statistics())
+                .and_then(|st| Some((st.min_bytes_opt()?.to_vec(), st.max_bytes_opt()?.to_vec())));
+            match stats.and_then(|s| Some((s.min?, s.max?))).zip(raw) {
+                Some(((lo, hi), (lo_raw, hi_raw))) => {
+                    bounds = Some(match bounds {
+                        None => (lo, hi, lo_raw, hi_raw),
+                        Some((a, b, a_raw, b_raw)) => {
+                            let (lo, lo_raw) = if lo.sql_cmp(&a).is_lt() {
+                                (lo, lo_raw)
+                            } else {
+                                (a, a_raw)
+                            };
+                            let (hi, hi_raw) = if hi.sql_cmp(&b).is_gt() {
+                                (hi, hi_raw)
+                            } else {
+                                (b, b_raw)
+                            };
+                            (lo, hi, lo_raw, hi_raw)
+                        }
+                    })
+                }
+                None => exact_bounds = false,
+            }
+        }
+        // Bounds of every row group, or none: a row group without them could hold anything.
+        if exact_bounds {
+            if let Some((lo, hi, lo_raw, hi_raw)) = bounds {
+                s.min = Some(lo.to_string());
+                s.max = Some(hi.to_string());
+                s.lo = Some(lo_raw);
+                s.hi = Some(hi_raw);
+            }
+        }
+        s.null_count = nulls;
+        if c.bloom {
+            let mut b = BloomBuilder::new(Granularity::File, c.fpp);
+            for_each_page(path, &c.name, &mut |p| {
+                b.page(p);
+                Ok(())
+            })?;
+            s.bloom = Some(b.finish());
+        }
+        summaries.push(s);
+    }
+    Ok(CatalogEntry {
+        path: rel.to_string(),
+        size: id.size,
+        mtime_ns: id.mtime_ns,
+        ino: id.ino,
+        ctime_ns: id.ctime_ns,
+        num_rows: md.file_metadata().num_rows(),
+        num_row_groups: md.num_row_groups() as i32,
+        footer: Bytes::from(footer),
+        columns: summaries,
+    })
+}

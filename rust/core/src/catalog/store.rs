@@ -1,0 +1,308 @@
+//! The catalog on disk: `<dataset>/_pqindex/catalog-<version>.parq`, a Parquet file with one
+//! row per data file (not named `.parquet`, so `**/*.parquet` globs over the dataset in
+//! DuckDB or polars do not take it for data), and `<dataset>/_pqindex/CURRENT` naming the
+//! current version. A new version is written beside the old ones and `CURRENT` is swung to
+//! it by rename, so a reader sees one whole version or the previous one, never a
+//! half-written catalog.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type, UInt64Type};
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, Int32Array, Int64Array, RecordBatch, StringArray, UInt64Array,
+};
+use arrow_schema::{DataType, Field, Schema};
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::file::metadata::KeyValue;
+use parquet::file::properties::WriterProperties;
+
+use crate::catalog::{CatalogColumn, CatalogEntry};
+use crate::error::{Error, Result};
+
+pub const DIR: &str = "_pqindex";
+pub const POINTER: &str = "CURRENT";
+/// Versions kept besides the current one, for readers still reading them.
+const KEEP_OLD: u64 = 2;
+const FORMAT: &str = "1";
+
+pub fn catalog_dir(root: &Path) -> PathBuf {
+    root.join(DIR)
+}
+
+fn version_name(version: u64) -> String {
+    format!("catalog-{version:08}.parq")
+}
+
+/// The current version and its file, if the dataset has a catalog.
+pub fn current(root: &Path) -> Result<Option<(u64, PathBuf)>> {
+    let pointer = catalog_dir(root).join(POINTER);
+    let text = match std::fs::read_to_string(&pointer) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(&pointer.to_string_lossy(), e)),
+    };
+    let name = text.trim();
+    let version = name
+        .strip_prefix("catalog-")
+        .and_then(|n| n.strip_suffix(".parq"))
+        .filter(|n| n.len() == 8 && n.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|n| n.parse::<u64>().ok())
+        .ok_or_else(|| {
+            Error::Source(format!(
+                "{}: names {name:?}, not a catalog version",
+                pointer.display()
+            ))
+        })?;
+    Ok(Some((version, catalog_dir(root).join(name))))
+}
+
+/// Write `entries` as version `version` and make it current.
+pub fn write(
+    root: &Path,
+    version: u64,
+    columns: &[CatalogColumn],
+    entries: &[CatalogEntry],
+) -> Result<PathBuf> {
+    let dir = catalog_dir(root);
+    let shown = dir.to_string_lossy().into_owned();
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&shown, e))?;
+    let batch = to_batch(columns, entries)?;
+    let name = version_name(version);
+    let target = dir.join(&name);
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let columns_json = serde_json::to_string(columns).expect("columns serialise");
+    let props = WriterProperties::builder()
+        .set_key_value_metadata(Some(vec![
+            KeyValue::new("pqindex.catalog.format".into(), FORMAT.to_string()),
+            KeyValue::new("pqindex.catalog.version".into(), version.to_string()),
+            KeyValue::new("pqindex.catalog.columns".into(), columns_json),
+        ]))
+        .build();
+    let write_file = || -> Result<()> {
+        let file = File::create(&tmp).map_err(|e| Error::io(&tmp.to_string_lossy(), e))?;
+        let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
+        writer.write(&batch)?;
+        let file = writer.into_inner()?;
+        file.sync_all()
+            .map_err(|e| Error::io(&tmp.to_string_lossy(), e))?;
+        std::fs::rename(&tmp, &target).map_err(|e| Error::io(&target.to_string_lossy(), e))?;
+        // The pointer swings last: until then readers see the previous version whole.
+        let ptmp = dir.join(format!(".{POINTER}.{}.tmp", std::process::id()));
+        let mut p = File::create(&ptmp).map_err(|e| Error::io(&ptmp.to_string_lossy(), e))?;
+        p.write_all(name.as_bytes())
+            .and_then(|()| p.sync_all())
+            .map_err(|e| Error::io(&ptmp.to_string_lossy(), e))?;
+        std::fs::rename(&ptmp, dir.join(POINTER)).map_err(|e| Error::io(&shown, e))?;
+        if let Ok(d) = File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    };
+    if let Err(e) = write_file() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    for old in version.saturating_sub(KEEP_OLD + 16)..version.saturating_sub(KEEP_OLD) {
+        let _ = std::fs::remove_file(dir.join(version_name(old)));
+    }
+    Ok(target)
+}
+
+fn to_batch(columns: &[CatalogColumn], entries: &[CatalogEntry]) -> Result<RecordBatch> {
+    let mut fields = vec![
+        Field::new("path", DataType::Utf8, false),
+        Field::new("size", DataType::UInt64, false),
+        Field::new("mtime_ns", DataType::Int64, false),
+        Field::new("ino", DataType::UInt64, false),
+        Field::new("ctime_ns", DataType::Int64, false),
+        Field::new("num_rows", DataType::Int64, false),
+        Field::new("num_row_groups", DataType::Int32, false),
+        Field::new("footer", DataType::Binary, false),
+    ];
+    let mut arrays: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(
+            entries.iter().map(|e| e.path.as_str()),
+        )),
+        Arc::new(UInt64Array::from_iter_values(
+            entries.iter().map(|e| e.size),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            entries.iter().map(|e| e.mtime_ns),
+        )),
+        Arc::new(UInt64Array::from_iter_values(entries.iter().map(|e| e.ino))),
+        Arc::new(Int64Array::from_iter_values(
+            entries.iter().map(|e| e.ctime_ns),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            entries.iter().map(|e| e.num_rows),
+        )),
+        Arc::new(Int32Array::from_iter_values(
+            entries.iter().map(|e| e.num_row_groups),
+        )),
+        Arc::new(BinaryArray::from_iter_values(
+            entries.iter().map(|e| e.footer.as_ref()),
+        )),
+    ];
+    for (i, c) in columns.iter().enumerate() {
+        let col = |f: fn(&crate::catalog::ColumnSummary) -> Option<String>| -> ArrayRef {
+            Arc::new(StringArray::from_iter(
+                entries.iter().map(|e| e.columns.get(i).and_then(f)),
+            ))
+        };
+        fields.push(Field::new(format!("min.{}", c.name), DataType::Utf8, true));
+        arrays.push(col(|s| s.min.clone()));
+        fields.push(Field::new(format!("max.{}", c.name), DataType::Utf8, true));
+        arrays.push(col(|s| s.max.clone()));
+        fields.push(Field::new(
+            format!("null_count.{}", c.name),
+            DataType::UInt64,
+            true,
+        ));
+        arrays.push(Arc::new(UInt64Array::from_iter(
+            entries
+                .iter()
+                .map(|e| e.columns.get(i).and_then(|s| s.null_count)),
+        )));
+        let lo: Vec<Option<&[u8]>> = entries
+            .iter()
+            .map(|e| e.columns.get(i).and_then(|s| s.lo.as_deref()))
+            .collect();
+        let hi: Vec<Option<&[u8]>> = entries
+            .iter()
+            .map(|e| e.columns.get(i).and_then(|s| s.hi.as_deref()))
+            .collect();
+        for (prefix, values) in [("lo", lo), ("hi", hi)] {
+            fields.push(Field::new(
+                format!("{prefix}.{}", c.name),
+                DataType::Binary,
+                true,
+            ));
+            arrays.push(Arc::new(BinaryArray::from(values)));
+        }
+        fields.push(Field::new(
+            format!("bloom.{}", c.name),
+            DataType::Binary,
+            true,
+        ));
+        arrays.push(Arc::new(BinaryArray::from_iter(
+            entries
+                .iter()
+                .map(|e| e.columns.get(i).and_then(|s| s.bloom.as_deref())),
+        )));
+    }
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
+}
+
+/// Read the catalog file at `path`: its columns and entries.
+pub fn read(path: &Path) -> Result<(Vec<CatalogColumn>, Vec<CatalogEntry>)> {
+    let shown = path.to_string_lossy().into_owned();
+    let bad = |why: String| Error::Source(format!("{shown}: not a pqindex catalog: {why}"));
+    let file = File::open(path).map_err(|e| Error::io(&shown, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| Error::from(e).in_file(&shown))?;
+    let kv = builder.metadata().file_metadata().key_value_metadata();
+    let value = |key: &str| {
+        kv.and_then(|kv| kv.iter().find(|e| e.key == key))
+            .and_then(|e| e.value.clone())
+    };
+    if value("pqindex.catalog.format").as_deref() != Some(FORMAT) {
+        return Err(bad("unknown or missing format".into()));
+    }
+    let columns: Vec<CatalogColumn> = value("pqindex.catalog.columns")
+        .and_then(|j| serde_json::from_str(&j).ok())
+        .ok_or_else(|| bad("no column list".into()))?;
+    let reader = builder
+        .build()
+        .map_err(|e| Error::from(e).in_file(&shown))?;
+    let mut entries = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| Error::from(e).in_file(&shown))?;
+        let get = |name: &str| {
+            batch
+                .column_by_name(name)
+                .cloned()
+                .ok_or_else(|| bad(format!("no column {name}")))
+        };
+        let path_col = get("path")?;
+        let paths = path_col
+            .as_string_opt::<i32>()
+            .ok_or_else(|| bad("path".into()))?;
+        let size = get("size")?;
+        let mtime = get("mtime_ns")?;
+        let ino = get("ino")?;
+        let ctime = get("ctime_ns")?;
+        let rows = get("num_rows")?;
+        let rgs = get("num_row_groups")?;
+        let footer = get("footer")?;
+        let (Some(size), Some(mtime), Some(ino), Some(ctime), Some(rows), Some(rgs), Some(footer)) = (
+            size.as_primitive_opt::<UInt64Type>(),
+            mtime.as_primitive_opt::<Int64Type>(),
+            ino.as_primitive_opt::<UInt64Type>(),
+            ctime.as_primitive_opt::<Int64Type>(),
+            rows.as_primitive_opt::<Int64Type>(),
+            rgs.as_primitive_opt::<Int32Type>(),
+            footer.as_binary_opt::<i32>(),
+        ) else {
+            return Err(bad("a column has the wrong type".into()));
+        };
+        let mut blooms = Vec::new();
+        let mut mins = Vec::new();
+        let mut maxs = Vec::new();
+        let mut nulls = Vec::new();
+        let mut los = Vec::new();
+        let mut his = Vec::new();
+        for c in &columns {
+            los.push(get(&format!("lo.{}", c.name))?);
+            his.push(get(&format!("hi.{}", c.name))?);
+            blooms.push(get(&format!("bloom.{}", c.name))?);
+            mins.push(get(&format!("min.{}", c.name))?);
+            maxs.push(get(&format!("max.{}", c.name))?);
+            nulls.push(get(&format!("null_count.{}", c.name))?);
+        }
+        for r in 0..batch.num_rows() {
+            let summaries = (0..columns.len())
+                .map(|i| {
+                    let bin = |a: &ArrayRef| {
+                        a.as_binary_opt::<i32>()
+                            .filter(|b| b.is_valid(r))
+                            .map(|b| b.value(r).to_vec())
+                    };
+                    let text = |a: &ArrayRef| {
+                        a.as_string_opt::<i32>()
+                            .filter(|s| s.is_valid(r))
+                            .map(|s| s.value(r).to_string())
+                    };
+                    crate::catalog::ColumnSummary {
+                        min: text(&mins[i]),
+                        max: text(&maxs[i]),
+                        null_count: nulls[i]
+                            .as_primitive_opt::<UInt64Type>()
+                            .filter(|a| a.is_valid(r))
+                            .map(|a| a.value(r)),
+                        lo: bin(&los[i]),
+                        hi: bin(&his[i]),
+                        bloom: bin(&blooms[i]),
+                    }
+                })
+                .collect();
+            entries.push(CatalogEntry {
+                path: paths.value(r).to_string(),
+                size: size.value(r),
+                mtime_ns: mtime.value(r),
+                ino: ino.value(r),
+                ctime_ns: ctime.value(r),
+                num_rows: rows.value(r),
+                num_row_groups: rgs.value(r),
+                footer: Bytes::copy_from_slice(footer.value(r)),
+                columns: summaries,
+            });
+        }
+    }
+    Ok((columns, entries))
+}

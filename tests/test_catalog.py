@@ -1,0 +1,195 @@
+"""The dataset catalog: ``scan`` of a directory with a catalog returns DuckDB's rows, rules
+out files by the catalog's bloom filters without reading them, and reads no footer of a
+kept file; files added, rewritten or deleted after the catalog was built are still planned
+correctly (and ``explain`` says so); ``refresh`` brings it up to date incrementally; the
+pointer swings atomically; a damaged catalog is a typed error; DuckDB can read it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pqindex
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+FILES = 60
+ROWS = 500
+
+
+def part(i: int, marker: str = "") -> pa.Table:
+    base = i * ROWS
+    return pa.table(
+        {
+            "k": pa.array(range(base, base + ROWS), pa.int64()),
+            "u": pa.array([(j * 7919 + i * 13) % 1_000_003 for j in range(ROWS)], pa.int64()),
+            "s": [f"{marker}s{i}-{j % 40}" if j % 11 else None for j in range(ROWS)],
+        }
+    )
+
+
+def write_part(root: Path, i: int, marker: str = "", name: str | None = None) -> Path:
+    path = root / (name or f"part-{i:04d}.parquet")
+    pq.write_table(part(i, marker), path, row_group_size=200, write_page_index=True)
+    return path
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    root = tmp_path / "ds"
+    root.mkdir()
+    for i in range(FILES):
+        write_part(root, i)
+    return root
+
+
+def duckdb_count(con: Any, root: Path, where: str) -> int:
+    ((n,),) = con.sql(
+        f"SELECT count(*) FROM read_parquet('{root}/**/*.parquet', hive_partitioning = false) "
+        f"WHERE {where}"
+    ).fetchall()
+    return int(n)
+
+
+def scan(root: Path, where: str, **kw: Any) -> tuple[pa.Table, dict[str, int], str]:
+    pqindex.clear_metadata_cache()
+    s = pqindex.scan(root, where=where, **kw)
+    table = s.to_arrow()
+    return table, s.metrics(), s.explain()
+
+
+WHERES = (
+    "s = 's17-3'",
+    "s IN ('s3-1', 's44-7', 'nope')",
+    "u = 7919",
+    "k = 12345",
+    "k BETWEEN 1000 AND 1600",
+    "s = 's17-3' OR k = 7",
+    "s IS NULL AND k < 600",
+    "s = 'absent'",
+)
+
+
+def test_scans_with_a_catalog_equal_duckdb_and_read_no_footer(
+    dataset: Path, duckdb_con: Any
+) -> None:
+    catalog = pqindex.Catalog.build(dataset, ["k", "u", "s"], bloom=["u", "s"])
+    assert catalog.version == 1 and catalog.num_files == FILES
+    assert (dataset / "_pqindex" / "CURRENT").read_text() == "catalog-00000001.parq"
+    for where in WHERES:
+        table, m, explain = scan(dataset, where)
+        assert table.num_rows == duckdb_count(duckdb_con, dataset, where), where
+        assert m["footers_read"] == 0, where
+        assert m["page_indexes_read"] == 0, where
+        assert m["files_not_in_catalog"] == 0, where
+        assert "catalog:" in explain
+    # A needle in one file: the others are ruled out by the catalog's blooms (a few false
+    # positives at fpp 0.01), without a byte read from them.
+    _, m, _ = scan(dataset, "s = 's17-3'")
+    assert m["files_pruned_by_catalog"] >= FILES - 4
+    # A key range: the others by the catalog's bounds.
+    _, m, _ = scan(dataset, "k BETWEEN 1000 AND 1600")
+    assert m["files_pruned_by_catalog"] == FILES - 2
+    _, plain, _ = scan(dataset, "s = 's17-3'", catalog=False)
+    assert plain["files_pruned_by_catalog"] == 0 and plain["footers_read"] == FILES
+    assert m["bytes_read"] < plain["bytes_read"] / 10
+
+
+def test_files_added_rewritten_or_deleted_after_the_build_are_still_right(
+    dataset: Path, duckdb_con: Any
+) -> None:
+    pqindex.Catalog.build(dataset, ["s"], bloom=["s"])
+    write_part(dataset, 999, name="part-added.parquet")  # holds s999-*
+    time.sleep(0.01)
+    write_part(dataset, 5, marker="new-")  # rewritten: s5-* are now new-s5-*
+    os.remove(dataset / "part-0009.parquet")
+    for where in ("s = 's999-3'", "s = 'new-s5-3'", "s = 's5-3'", "s = 's9-3'", "k >= 0"):
+        table, m, explain = scan(dataset, where)
+        assert table.num_rows == duckdb_count(duckdb_con, dataset, where), where
+        assert m["files_not_in_catalog"] == 2, where
+        assert "2 files not in it or changed since" in explain
+    table, _, _ = scan(dataset, "s = 's999-3'")
+    assert table.num_rows > 0
+
+
+def test_refresh_is_incremental(dataset: Path, duckdb_con: Any) -> None:
+    first = pqindex.Catalog.build(dataset, ["s"], bloom=["s"])
+    write_part(dataset, 999, name="part-added.parquet")
+    write_part(dataset, 5, marker="new-")
+    os.remove(dataset / "part-0009.parquet")
+    second = first.refresh()
+    assert second.version == 2
+    report = second.report()
+    assert report is not None
+    assert (report["added"], report["changed"], report["removed"]) == (1, 1, 1)
+    assert report["kept"] == FILES - 2
+    _, m, _ = scan(dataset, "s = 'new-s5-3'")
+    assert m["files_not_in_catalog"] == 0
+    assert m["footers_read"] == 0
+    assert (dataset / "_pqindex" / "CURRENT").read_text() == "catalog-00000002.parq"
+    # The previous version stays for readers still reading it.
+    assert (dataset / "_pqindex" / "catalog-00000001.parq").exists()
+    opened = pqindex.Catalog.open(dataset)
+    assert opened is not None and opened.version == 2 and opened.num_files == FILES
+
+
+def test_the_catalog_is_parquet_that_duckdb_reads(dataset: Path, duckdb_con: Any) -> None:
+    pqindex.Catalog.build(dataset, ["k", "s"], bloom=["s"])
+    rows = duckdb_con.sql(
+        f'SELECT path, num_rows, "min.k", "max.k", "null_count.s" FROM '
+        f"read_parquet('{dataset}/_pqindex/catalog-00000001.parq') ORDER BY path LIMIT 2"
+    ).fetchall()
+    assert rows[0] == ("part-0000.parquet", ROWS, "0", str(ROWS - 1), 46)
+    assert rows[1][2] == str(ROWS)
+
+
+def test_a_damaged_catalog_is_a_typed_error_and_can_be_bypassed(dataset: Path) -> None:
+    pqindex.Catalog.build(dataset, ["s"])
+    (dataset / "_pqindex" / "CURRENT").write_text("../../etc/passwd")
+    with pytest.raises(pqindex.SourceError):
+        pqindex.scan(dataset, where="s = 's1-1'")
+    table, _, _ = scan(dataset, "s = 's1-1'", catalog=False)
+    assert table.num_rows > 0
+    (dataset / "_pqindex" / "CURRENT").write_text("catalog-00000001.parq")
+    (dataset / "_pqindex" / "catalog-00000001.parq").write_bytes(b"garbage")
+    with pytest.raises(pqindex.PqindexError):
+        pqindex.scan(dataset, where="s = 's1-1'")
+
+
+def test_seeding_the_cache_spares_footer_reads(dataset: Path) -> None:
+    catalog = pqindex.Catalog.build(dataset, [])
+    pqindex.clear_metadata_cache()
+    assert catalog.seed_metadata_cache() == FILES
+    s = pqindex.scan(dataset, where="k = 3", catalog=False)
+    s.to_arrow()
+    assert s.metrics()["footers_read"] == 0
+
+
+def test_hive_partitioned_dataset(tmp_path: Path, duckdb_con: Any) -> None:
+    root = tmp_path / "hive"
+    for i in range(6):
+        d = root / f"day={i % 3}"
+        d.mkdir(parents=True, exist_ok=True)
+        write_part(d, i)
+    pqindex.Catalog.build(root, ["s"], bloom=["s"])
+    table, m, _ = scan(root, "s = 's4-2' AND day = 1")
+    assert table.num_rows == 12
+    assert m["footers_read"] == 0
+    shutil.rmtree(root / "day=2")
+    table, m, _ = scan(root, "k >= 0")
+    assert table.num_rows == 4 * ROWS
+
+
+def test_a_catalog_needs_one_directory(dataset: Path) -> None:
+    with pytest.raises(pqindex.InvalidArgumentError):
+        pqindex.Catalog.build([dataset, dataset], [])
+    with pytest.raises(pqindex.SourceError):
+        pqindex.Catalog.build(dataset / "part-0001.parquet", [])
+    with pytest.raises(pqindex.InvalidArgumentError):
+        pqindex.Catalog.build(dataset, ["nope"])
+    assert pqindex.Catalog.open(dataset) is None
