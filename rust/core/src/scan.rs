@@ -86,7 +86,7 @@ impl Scan {
         let listing = list_source(paths)?;
         let catalog = match paths {
             [dir] if !opts.ignore_catalog && std::path::Path::new(dir).is_dir() => {
-                Catalog::open(dir)?
+                Catalog::open_cached(dir)?
             }
             _ => None,
         };
@@ -135,7 +135,7 @@ impl Scan {
             projected_leaves: &projected_leaves,
             cache,
             io: &io,
-            catalog: catalog.as_ref(),
+            catalog: catalog.as_deref(),
             descr,
         };
         let threads = opts.threads.max(1);
@@ -473,7 +473,7 @@ fn plan_files(
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(f) = files.get(i) else { return };
-                let r = plan_file(&f.path, &f.partition_values, ctx);
+                let r = plan_file(&f.path, &f.partition_values, &f.identity, ctx);
                 let failed = r.is_err();
                 if let Ok(mut slot) = results[i].lock() {
                     *slot = Some(r);

@@ -139,8 +139,9 @@ pub fn set_metadata_cache_capacity(capacity_bytes: usize) {
     global_cache().set_capacity(capacity_bytes);
 }
 
-/// Drop every cached footer and page index.
+/// Drop every cached footer and page index, and every catalog read.
 #[pyfunction]
 pub fn clear_metadata_cache() {
     global_cache().clear();
+    pqindex_core::catalog::clear_loaded();
 }

@@ -110,6 +110,8 @@ pub struct Catalog {
     pub version: u64,
     pub columns: Vec<CatalogColumn>,
     pub entries: HashMap<String, Arc<CatalogEntry>>,
+    /// The same entries by their path joined to the root, as listings name files.
+    by_path: HashMap<String, Arc<CatalogEntry>>,
     /// Bloom filters decoded on first use, by (path, column index).
     blooms: Arc<std::sync::Mutex<BloomCache>>,
 }
@@ -124,7 +126,69 @@ pub enum Lookup<'a> {
     Unknown,
 }
 
+/// Catalogs already read in this process, by dataset root, with the identity of the
+/// version file they were read from: a scan re-reads only the small `CURRENT` pointer.
+fn loaded() -> &'static std::sync::Mutex<HashMap<PathBuf, (FileIdentity, Arc<Catalog>)>> {
+    static LOADED: std::sync::OnceLock<
+        std::sync::Mutex<HashMap<PathBuf, (FileIdentity, Arc<Catalog>)>>,
+    > = std::sync::OnceLock::new();
+    LOADED.get_or_init(Default::default)
+}
+
+/// Forget every catalog read in this process.
+pub fn clear_loaded() {
+    loaded().lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
 impl Catalog {
+    fn new(
+        root: PathBuf,
+        version: u64,
+        columns: Vec<CatalogColumn>,
+        entries: Vec<CatalogEntry>,
+    ) -> Catalog {
+        let entries: HashMap<String, Arc<CatalogEntry>> = entries
+            .into_iter()
+            .map(|e| (e.path.clone(), Arc::new(e)))
+            .collect();
+        let by_path = entries
+            .values()
+            .map(|e| (root.join(&e.path).to_string_lossy().into_owned(), e.clone()))
+            .collect();
+        Catalog {
+            root,
+            version,
+            columns,
+            entries,
+            by_path,
+            blooms: Default::default(),
+        }
+    }
+
+    /// The catalog of the dataset at `root`, if it has one, from this process's memory when
+    /// its current version was read before.
+    pub fn open_cached(root: &str) -> Result<Option<Arc<Catalog>>> {
+        let key = PathBuf::from(root);
+        let Some((_, file)) = store::current(&key)? else {
+            return Ok(None);
+        };
+        let id = FileIdentity::stat(&file.to_string_lossy())?;
+        if let Some((seen, c)) = loaded().lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            if seen == &id {
+                return Ok(Some(c.clone()));
+            }
+        }
+        let Some(c) = Self::open(root)? else {
+            return Ok(None);
+        };
+        let c = Arc::new(c);
+        loaded()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, (id, c.clone()));
+        Ok(Some(c))
+    }
+
     /// The catalog of the dataset at `root`, if it has one.
     pub fn open(root: &str) -> Result<Option<Catalog>> {
         let root = PathBuf::from(root);
@@ -132,16 +196,7 @@ impl Catalog {
             return Ok(None);
         };
         let (columns, entries) = store::read(&file)?;
-        Ok(Some(Catalog {
-            root,
-            version,
-            columns,
-            entries: entries
-                .into_iter()
-                .map(|e| (e.path.clone(), Arc::new(e)))
-                .collect(),
-            blooms: Default::default(),
-        }))
+        Ok(Some(Catalog::new(root, version, columns, entries)))
     }
 
     /// Build a catalog of the dataset at `root` summarising `columns`, replacing any.
@@ -233,16 +288,7 @@ impl Catalog {
             .count() as u64;
         let file = store::write(Path::new(root), version, columns, &entries)?;
         report.bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
-        let catalog = Catalog {
-            root: PathBuf::from(root),
-            version,
-            columns: columns.to_vec(),
-            entries: entries
-                .into_iter()
-                .map(|e| (e.path.clone(), Arc::new(e)))
-                .collect(),
-            blooms: Default::default(),
-        };
+        let catalog = Catalog::new(PathBuf::from(root), version, columns.to_vec(), entries);
         Ok((catalog, report))
     }
 
@@ -297,8 +343,13 @@ impl Catalog {
 
     /// How the catalog describes the file at `path` (a path below the root), as it is now.
     pub fn lookup(&self, path: &str, id: &FileIdentity) -> Lookup<'_> {
-        let rel = relative(&self.root.to_string_lossy(), path);
-        match self.entries.get(&rel) {
+        let entry = match self.by_path.get(path) {
+            Some(e) => Some(e),
+            None => self
+                .entries
+                .get(&relative(&self.root.to_string_lossy(), path)),
+        };
+        match entry {
             Some(e) if e.describes(id) => Lookup::Fresh(e),
             Some(_) => Lookup::Changed,
             None => Lookup::Unknown,

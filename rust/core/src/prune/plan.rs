@@ -125,6 +125,7 @@ pub struct PlanContext<'a> {
 pub fn plan_file(
     path: &str,
     partition_values: &[Option<Value>],
+    listed: &FileIdentity,
     ctx: &PlanContext,
 ) -> Result<FilePlan> {
     let mut m = PlanMetrics {
@@ -147,7 +148,7 @@ pub fn plan_file(
     }
     let predicate = predicate.filter(|p| *p != Predicate::Const(Some(true)));
     if let Some(catalog) = ctx.catalog {
-        let id = FileIdentity::stat(path)?;
+        let id = listed.clone();
         match catalog.lookup(path, &id) {
             Lookup::Fresh(entry) => {
                 if let Some(pred) = &predicate {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use arrow_schema::Field;
 
 use crate::error::{Error, Result};
+use crate::io::FileIdentity;
 use crate::predicate::value::Value;
 use crate::source::partition::{infer_partitions, parse_hive_segment};
 
@@ -17,6 +18,8 @@ pub struct SourceFile {
     pub path: String,
     /// Values of the partition columns, in `Listing::partition_fields` order.
     pub partition_values: Vec<Option<Value>>,
+    /// The file as the listing saw it.
+    pub identity: FileIdentity,
 }
 
 #[derive(Debug, Clone)]
@@ -32,6 +35,7 @@ pub fn list_source(paths: &[String]) -> Result<Listing> {
         return Err(Error::Source("the source names no files".into()));
     }
     let mut found: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    let mut identities: Vec<FileIdentity> = Vec::new();
     let single_dir = paths.len() == 1 && Path::new(&paths[0]).is_dir();
     for p in paths {
         let path = Path::new(p);
@@ -45,7 +49,8 @@ pub fn list_source(paths: &[String]) -> Result<Listing> {
                     "{p}: no data files below this directory (names starting with '_' or '.' are skipped)"
                 )));
             }
-            for (file, rel_dirs) in files {
+            for (file, rel_dirs, identity) in files {
+                identities.push(identity);
                 let parts = if single_dir {
                     rel_dirs
                         .iter()
@@ -58,6 +63,7 @@ pub fn list_source(paths: &[String]) -> Result<Listing> {
             }
         } else {
             found.push((p.clone(), Vec::new()));
+            identities.push(FileIdentity::of_metadata(p, &md));
         }
     }
     let (partition_fields, values) = infer_partitions(&found)?;
@@ -65,9 +71,11 @@ pub fn list_source(paths: &[String]) -> Result<Listing> {
         files: found
             .into_iter()
             .zip(values)
-            .map(|((path, _), partition_values)| SourceFile {
+            .zip(identities)
+            .map(|(((path, _), partition_values), identity)| SourceFile {
                 path,
                 partition_values,
+                identity,
             })
             .collect(),
         partition_fields,
@@ -79,7 +87,11 @@ fn is_hidden(name: &str) -> bool {
 }
 
 /// Files below `dir` in name order, with the directory names between `root` and each.
-fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, Vec<String>)>) -> Result<()> {
+fn walk(
+    root: &Path,
+    dir: &Path,
+    out: &mut Vec<(PathBuf, Vec<String>, FileIdentity)>,
+) -> Result<()> {
     let shown = dir.to_string_lossy().into_owned();
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(&shown, e))?
@@ -92,7 +104,15 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, Vec<String>)>) -> Resul
             continue;
         }
         let path = entry.path();
-        let md = std::fs::metadata(&path).map_err(|e| Error::io(&path.to_string_lossy(), e))?;
+        // A stat relative to the directory (no path walk), following symlinks as a path
+        // stat would.
+        let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        let md = if is_link {
+            std::fs::metadata(&path)
+        } else {
+            entry.metadata()
+        }
+        .map_err(|e| Error::io(&path.to_string_lossy(), e))?;
         if md.is_dir() {
             walk(root, &path, out)?;
         } else if md.is_file() {
@@ -105,7 +125,8 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(PathBuf, Vec<String>)>) -> Resul
                         .collect()
                 })
                 .unwrap_or_default();
-            out.push((path, rel_dirs));
+            let identity = FileIdentity::of_metadata(&path.to_string_lossy(), &md);
+            out.push((path, rel_dirs, identity));
         }
     }
     Ok(())
