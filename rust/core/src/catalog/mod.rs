@@ -126,12 +126,14 @@ pub enum Lookup<'a> {
     Unknown,
 }
 
+/// Per dataset root, the identity of the version file read and the catalog read from it.
+type LoadedCatalogs = HashMap<PathBuf, (FileIdentity, Arc<Catalog>)>;
+
 /// Catalogs already read in this process, by dataset root, with the identity of the
 /// version file they were read from: a scan re-reads only the small `CURRENT` pointer.
-fn loaded() -> &'static std::sync::Mutex<HashMap<PathBuf, (FileIdentity, Arc<Catalog>)>> {
-    static LOADED: std::sync::OnceLock<
-        std::sync::Mutex<HashMap<PathBuf, (FileIdentity, Arc<Catalog>)>>,
-    > = std::sync::OnceLock::new();
+fn loaded() -> &'static std::sync::Mutex<LoadedCatalogs> {
+    static LOADED: std::sync::OnceLock<std::sync::Mutex<LoadedCatalogs>> =
+        std::sync::OnceLock::new();
     LOADED.get_or_init(Default::default)
 }
 
