@@ -193,3 +193,38 @@ def test_a_catalog_needs_one_directory(dataset: Path) -> None:
     with pytest.raises(pqindex.InvalidArgumentError):
         pqindex.Catalog.build(dataset, ["nope"])
     assert pqindex.Catalog.open(dataset) is None
+
+
+@pytest.mark.spark
+def test_spark_read_uses_the_catalog(spark: Any, dataset: Path) -> None:
+    """``pqindex.spark.plan`` of a dataset directory plans with its catalog on the driver:
+    files ruled out by its blooms and no footer read; the rows are Spark's own."""
+    import pqindex.spark as pqs
+
+    pqindex.Catalog.build(dataset, ["s"], bloom=["s"])
+    pqindex.clear_metadata_cache()
+    where = "s = 's17-3'"
+    expected = spark.read.parquet(str(dataset)).where(where).count()
+    for driver_read_bytes in (0, 1 << 30):  # executors, then the driver
+        scan = pqs.plan(spark, str(dataset), where, driver_read_bytes=driver_read_bytes)
+        assert scan.to_df().count() == expected
+        m = scan.metrics()
+        assert m["files_pruned_by_catalog"] >= FILES - 4
+        assert m["footers_read"] == 0
+        assert "catalog:" in scan.explain()
+
+
+@pytest.mark.spark
+def test_spark_builds_the_same_catalog(spark: Any, dataset: Path, duckdb_con: Any) -> None:
+    import pqindex.spark as pqs
+
+    catalog = pqs.build_catalog(spark, dataset, ["k", "s"], bloom=["s"], parallelism=3)
+    assert catalog.version == 1 and catalog.num_files == FILES
+    assert catalog.bloom_columns == ["s"]
+    for where in WHERES:
+        table, m, _ = scan(dataset, where)
+        assert table.num_rows == duckdb_count(duckdb_con, dataset, where), where
+        assert m["footers_read"] == 0 and m["files_not_in_catalog"] == 0, where
+    _, m, _ = scan(dataset, "s = 's17-3'")
+    assert m["files_pruned_by_catalog"] >= FILES - 4
+    assert pqs.build_catalog(spark, dataset, ["k"]).version == 2

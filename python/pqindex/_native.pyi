@@ -96,6 +96,16 @@ class Catalog:
     @property
     def bloom_columns(self) -> list[str]: ...
 
+def catalog_rows(
+    root: str, paths: Sequence[str], columns: Sequence[tuple[str, bool, float]]
+) -> Any:
+    """Catalog rows (a pyarrow Table) summarising ``paths`` below the dataset ``root``."""
+
+def write_catalog(
+    root: str, columns: Sequence[tuple[str, bool, float]], rows: _ArrowStream | _ArrowArray
+) -> Catalog:
+    """Write ``rows`` from ``catalog_rows`` as the next catalog version of ``root``."""
+
 @final
 class FileMetadata:
     """The parsed footer of one Parquet file."""

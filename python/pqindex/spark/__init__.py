@@ -6,6 +6,7 @@ Needs ``pip install pqindex[spark]`` (PySpark 4). ``import pqindex`` alone never
 pyspark.
 """
 
+from pqindex.spark._catalog import build_catalog
 from pqindex.spark._indexes import build_indexes
 from pqindex.spark._read import DRIVER_READ_BYTES, SparkScan, plan, read
 from pqindex.spark._write import write
@@ -22,6 +23,7 @@ def register(spark: object, *, filter_pushdown: bool = False) -> None:
 __all__ = [
     "DRIVER_READ_BYTES",
     "SparkScan",
+    "build_catalog",
     "build_indexes",
     "plan",
     "read",

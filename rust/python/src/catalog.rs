@@ -229,3 +229,69 @@ impl PyCatalog {
         )
     }
 }
+
+fn catalog_columns(specs: Vec<(String, bool, f64)>) -> Vec<CatalogColumn> {
+    specs
+        .into_iter()
+        .map(|(name, bloom, fpp)| CatalogColumn { name, bloom, fpp })
+        .collect()
+}
+
+/// Catalog rows summarising `paths` (files below the dataset `root`), for building a
+/// catalog in parallel; `columns` are (name, bloom, fpp) triples.
+#[pyfunction]
+pub fn catalog_rows<'py>(
+    py: Python<'py>,
+    root: String,
+    paths: Vec<String>,
+    columns: Vec<(String, bool, f64)>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let columns = catalog_columns(columns);
+    let batch = run_blocking(py, move |_| {
+        let entries = paths
+            .iter()
+            .map(|p| {
+                let rel = std::path::Path::new(p)
+                    .strip_prefix(&root)
+                    .map(|r| r.to_string_lossy().into_owned())
+                    .unwrap_or_else(|_| p.clone());
+                pqindex_core::catalog::summarise(p, &rel, &columns, global_cache())
+            })
+            .collect::<pqindex_core::Result<Vec<_>>>()?;
+        pqindex_core::catalog::store::to_batch(&columns, &entries)
+    })?
+    .py()?;
+    let schema = batch.schema();
+    crate::pyarrow::table(py, vec![batch], schema)
+}
+
+/// Write catalog `rows` (from `catalog_rows`) as the next version of the catalog of the
+/// dataset at `root`.
+#[pyfunction]
+pub fn write_catalog(
+    py: Python<'_>,
+    root: String,
+    columns: Vec<(String, bool, f64)>,
+    rows: pyo3_arrow::input::AnyRecordBatch,
+) -> PyResult<PyCatalog> {
+    let columns = catalog_columns(columns);
+    let batches = rows
+        .into_reader()?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Error::Arrow)
+        .py()?;
+    let (catalog, report) = run_blocking(py, move |_| {
+        let mut entries = Vec::new();
+        for b in &batches {
+            entries.extend(pqindex_core::catalog::store::entries_from_batch(
+                b, &columns,
+            )?);
+        }
+        Catalog::write_entries(&root, &columns, entries)
+    })?
+    .py()?;
+    Ok(PyCatalog {
+        inner: Arc::new(catalog),
+        report: Some(report),
+    })
+}

@@ -20,6 +20,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<metadata::PyFileMetadata>()?;
     m.add_class::<aggregate::PyAggregation>()?;
     m.add_class::<catalog::PyCatalog>()?;
+    m.add_function(wrap_pyfunction!(catalog::catalog_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog::write_catalog, m)?)?;
     m.add_function(wrap_pyfunction!(aggregate::aggregate, m)?)?;
     m.add_function(wrap_pyfunction!(scan::scan, m)?)?;
     m.add_function(wrap_pyfunction!(scan::read_units, m)?)?;

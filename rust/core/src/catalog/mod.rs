@@ -294,6 +294,32 @@ impl Catalog {
         Ok((catalog, report))
     }
 
+    /// Write `entries` (summarised elsewhere, e.g. by Spark executors) as the next version
+    /// of the catalog of the dataset at `root`.
+    pub fn write_entries(
+        root: &str,
+        columns: &[CatalogColumn],
+        entries: Vec<CatalogEntry>,
+    ) -> Result<(Catalog, CatalogReport)> {
+        if !Path::new(root).is_dir() {
+            return Err(Error::Source(format!(
+                "{root}: a catalog describes a dataset directory"
+            )));
+        }
+        let version = store::current(Path::new(root))?.map_or(0, |(v, _)| v) + 1;
+        let file = store::write(Path::new(root), version, columns, &entries)?;
+        let report = CatalogReport {
+            version,
+            files: entries.len() as u64,
+            bytes: std::fs::metadata(&file).map_or(0, |m| m.len()),
+            ..Default::default()
+        };
+        Ok((
+            Catalog::new(PathBuf::from(root), version, columns.to_vec(), entries),
+            report,
+        ))
+    }
+
     /// Seed `cache` with the footer of every file the catalog describes as it is now, so
     /// a process that plans or reads later (a Spark executor) reads no footer; returns how
     /// many were seeded.
@@ -444,8 +470,8 @@ fn relative(root: &str, path: &str) -> String {
         .unwrap_or_else(|_| path.to_string())
 }
 
-/// Summarise one data file.
-fn summarise(
+/// Summarise one data file (`rel` is its path relative to the dataset root).
+pub fn summarise(
     path: &str,
     rel: &str,
     columns: &[CatalogColumn],

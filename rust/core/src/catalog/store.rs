@@ -114,7 +114,8 @@ pub fn write(
     Ok(target)
 }
 
-fn to_batch(columns: &[CatalogColumn], entries: &[CatalogEntry]) -> Result<RecordBatch> {
+/// Catalog rows for `entries`: the catalog file's schema.
+pub fn to_batch(columns: &[CatalogColumn], entries: &[CatalogEntry]) -> Result<RecordBatch> {
     let mut fields = vec![
         Field::new("path", DataType::Utf8, false),
         Field::new("size", DataType::UInt64, false),
@@ -223,86 +224,98 @@ pub fn read(path: &Path) -> Result<(Vec<CatalogColumn>, Vec<CatalogEntry>)> {
     let mut entries = Vec::new();
     for batch in reader {
         let batch = batch.map_err(|e| Error::from(e).in_file(&shown))?;
-        let get = |name: &str| {
-            batch
-                .column_by_name(name)
-                .cloned()
-                .ok_or_else(|| bad(format!("no column {name}")))
-        };
-        let path_col = get("path")?;
-        let paths = path_col
-            .as_string_opt::<i32>()
-            .ok_or_else(|| bad("path".into()))?;
-        let size = get("size")?;
-        let mtime = get("mtime_ns")?;
-        let ino = get("ino")?;
-        let ctime = get("ctime_ns")?;
-        let rows = get("num_rows")?;
-        let rgs = get("num_row_groups")?;
-        let footer = get("footer")?;
-        let (Some(size), Some(mtime), Some(ino), Some(ctime), Some(rows), Some(rgs), Some(footer)) = (
-            size.as_primitive_opt::<UInt64Type>(),
-            mtime.as_primitive_opt::<Int64Type>(),
-            ino.as_primitive_opt::<UInt64Type>(),
-            ctime.as_primitive_opt::<Int64Type>(),
-            rows.as_primitive_opt::<Int64Type>(),
-            rgs.as_primitive_opt::<Int32Type>(),
-            footer.as_binary_opt::<i32>(),
-        ) else {
-            return Err(bad("a column has the wrong type".into()));
-        };
-        let mut blooms = Vec::new();
-        let mut mins = Vec::new();
-        let mut maxs = Vec::new();
-        let mut nulls = Vec::new();
-        let mut los = Vec::new();
-        let mut his = Vec::new();
-        for c in &columns {
-            los.push(get(&format!("lo.{}", c.name))?);
-            his.push(get(&format!("hi.{}", c.name))?);
-            blooms.push(get(&format!("bloom.{}", c.name))?);
-            mins.push(get(&format!("min.{}", c.name))?);
-            maxs.push(get(&format!("max.{}", c.name))?);
-            nulls.push(get(&format!("null_count.{}", c.name))?);
-        }
-        for r in 0..batch.num_rows() {
-            let summaries = (0..columns.len())
-                .map(|i| {
-                    let bin = |a: &ArrayRef| {
-                        a.as_binary_opt::<i32>()
-                            .filter(|b| b.is_valid(r))
-                            .map(|b| b.value(r).to_vec())
-                    };
-                    let text = |a: &ArrayRef| {
-                        a.as_string_opt::<i32>()
-                            .filter(|s| s.is_valid(r))
-                            .map(|s| s.value(r).to_string())
-                    };
-                    crate::catalog::ColumnSummary {
-                        min: text(&mins[i]),
-                        max: text(&maxs[i]),
-                        null_count: nulls[i]
-                            .as_primitive_opt::<UInt64Type>()
-                            .filter(|a| a.is_valid(r))
-                            .map(|a| a.value(r)),
-                        lo: bin(&los[i]),
-                        hi: bin(&his[i]),
-                        bloom: bin(&blooms[i]),
-                    }
-                })
-                .collect();
-            entries.push(CatalogEntry {
-                path: paths.value(r).to_string(),
-                size: size.value(r),
-                mtime_ns: mtime.value(r),
-                ino: ino.value(r),
-                ctime_ns: ctime.value(r),
-                num_rows: rows.value(r),
-                num_row_groups: rgs.value(r),
-                footer: Bytes::copy_from_slice(footer.value(r)),
-                columns: summaries,
-            });
-        }
+        entries.extend(entries_from_batch(&batch, &columns).map_err(|e| bad(e.to_string()))?);
     }
     Ok((columns, entries))
+}
+
+/// Catalog rows back into entries (the catalog file's rows, or rows computed elsewhere,
+/// e.g. by Spark executors, in the same shape).
+pub fn entries_from_batch(
+    batch: &RecordBatch,
+    columns: &[CatalogColumn],
+) -> Result<Vec<CatalogEntry>> {
+    let bad = |why: String| Error::InvalidArgument(format!("not catalog rows: {why}"));
+    let mut entries = Vec::new();
+    let get = |name: &str| {
+        batch
+            .column_by_name(name)
+            .cloned()
+            .ok_or_else(|| bad(format!("no column {name}")))
+    };
+    let path_col = get("path")?;
+    let paths = path_col
+        .as_string_opt::<i32>()
+        .ok_or_else(|| bad("path".into()))?;
+    let size = get("size")?;
+    let mtime = get("mtime_ns")?;
+    let ino = get("ino")?;
+    let ctime = get("ctime_ns")?;
+    let rows = get("num_rows")?;
+    let rgs = get("num_row_groups")?;
+    let footer = get("footer")?;
+    let (Some(size), Some(mtime), Some(ino), Some(ctime), Some(rows), Some(rgs), Some(footer)) = (
+        size.as_primitive_opt::<UInt64Type>(),
+        mtime.as_primitive_opt::<Int64Type>(),
+        ino.as_primitive_opt::<UInt64Type>(),
+        ctime.as_primitive_opt::<Int64Type>(),
+        rows.as_primitive_opt::<Int64Type>(),
+        rgs.as_primitive_opt::<Int32Type>(),
+        footer.as_binary_opt::<i32>(),
+    ) else {
+        return Err(bad("a column has the wrong type".into()));
+    };
+    let mut blooms = Vec::new();
+    let mut mins = Vec::new();
+    let mut maxs = Vec::new();
+    let mut nulls = Vec::new();
+    let mut los = Vec::new();
+    let mut his = Vec::new();
+    for c in columns {
+        los.push(get(&format!("lo.{}", c.name))?);
+        his.push(get(&format!("hi.{}", c.name))?);
+        blooms.push(get(&format!("bloom.{}", c.name))?);
+        mins.push(get(&format!("min.{}", c.name))?);
+        maxs.push(get(&format!("max.{}", c.name))?);
+        nulls.push(get(&format!("null_count.{}", c.name))?);
+    }
+    for r in 0..batch.num_rows() {
+        let summaries = (0..columns.len())
+            .map(|i| {
+                let bin = |a: &ArrayRef| {
+                    a.as_binary_opt::<i32>()
+                        .filter(|b| b.is_valid(r))
+                        .map(|b| b.value(r).to_vec())
+                };
+                let text = |a: &ArrayRef| {
+                    a.as_string_opt::<i32>()
+                        .filter(|s| s.is_valid(r))
+                        .map(|s| s.value(r).to_string())
+                };
+                crate::catalog::ColumnSummary {
+                    min: text(&mins[i]),
+                    max: text(&maxs[i]),
+                    null_count: nulls[i]
+                        .as_primitive_opt::<UInt64Type>()
+                        .filter(|a| a.is_valid(r))
+                        .map(|a| a.value(r)),
+                    lo: bin(&los[i]),
+                    hi: bin(&his[i]),
+                    bloom: bin(&blooms[i]),
+                }
+            })
+            .collect();
+        entries.push(CatalogEntry {
+            path: paths.value(r).to_string(),
+            size: size.value(r),
+            mtime_ns: mtime.value(r),
+            ino: ino.value(r),
+            ctime_ns: ctime.value(r),
+            num_rows: rows.value(r),
+            num_row_groups: rgs.value(r),
+            footer: Bytes::copy_from_slice(footer.value(r)),
+            columns: summaries,
+        });
+    }
+    Ok(entries)
 }
