@@ -212,6 +212,11 @@ def test_spark_read_uses_the_catalog(spark: Any, dataset: Path) -> None:
         assert m["files_pruned_by_catalog"] >= FILES - 4
         assert m["footers_read"] == 0
         assert "catalog:" in scan.explain()
+        if driver_read_bytes == 0:
+            # The executors took the kept files' footers from the catalog too.
+            executors = scan.executor_metrics()
+            assert executors["footers_read"] == 0, executors
+            assert executors["bytes_read"] > 0
 
 
 @pytest.mark.spark

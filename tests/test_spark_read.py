@@ -1054,6 +1054,7 @@ def test_read_function_pickles(data_dir: Path) -> None:
         names=["part", "units"],
     )
     function = _ReadUnits(
+        catalog=None,
         now_ns=plan.now_ns,
         where=UNITS_WHERE,
         columns=UNITS_COLUMNS,

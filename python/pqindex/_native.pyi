@@ -36,6 +36,9 @@ class Scan:
     def warnings(self) -> list[str]:
         """Embedded indexes planning skipped (damaged, unknown version, not this file's)."""
     @property
+    def catalog_root(self) -> str | None:
+        """The dataset root whose catalog planning used, if any."""
+    @property
     def now_ns(self) -> int:
         """What ``now()`` and ``current_date`` folded to, in ns since the epoch."""
 
@@ -137,6 +140,7 @@ def read_units(
     columns: Sequence[str] | None = None,
     batch_size: int = 65536,
     threads: int | None = None,
+    catalog: str | None = None,
 ) -> Scan: ...
 def read_metadata(path: StrPath) -> FileMetadata: ...
 def write(

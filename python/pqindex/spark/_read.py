@@ -120,6 +120,7 @@ class SparkScan:
         blobs = [(i, _ipc_bytes(self._units.take(g))) for i, g in enumerate(groups)]
         self._accumulator = sc.accumulator({}, _metrics_param())
         read = _ReadUnits(
+            catalog=self._plan.catalog_root,
             now_ns=self._plan.now_ns,
             where=self.predicate,
             columns=list(self._read_schema.fieldNames()),
@@ -175,6 +176,7 @@ class SparkScan:
 class _ReadUnits:
     """The function ``mapInArrow`` runs in executors: one row per group of units."""
 
+    catalog: str | None
     now_ns: int
     where: str | None
     columns: list[str]
@@ -196,6 +198,7 @@ class _ReadUnits:
                     where=self.where,
                     columns=self.columns,
                     batch_size=self.batch_size,
+                    catalog=self.catalog,
                 )
                 for out in pa.RecordBatchReader.from_stream(scan):
                     yield conform(out, self.target)

@@ -64,7 +64,7 @@ pub struct Scan {
     pub partition_fields: Vec<Field>,
     /// The "now" that `now()` and `current_date` folded to.
     pub now_ns: i128,
-    /// The catalog planning used: its directory and version.
+    /// The catalog planning used: the dataset root it describes, and its version.
     pub catalog: Option<(String, u64)>,
     /// The files' schema as read, as stored, and as Parquet: what names bind against.
     pub file_schema: Schema,
@@ -174,15 +174,7 @@ impl Scan {
             read: Arc::new(ReadMetrics::default()),
             partition_fields: listing.partition_fields,
             now_ns,
-            catalog: catalog.map(|c| {
-                (
-                    c.root
-                        .join(crate::catalog::store::DIR)
-                        .to_string_lossy()
-                        .into_owned(),
-                    c.version,
-                )
-            }),
+            catalog: catalog.map(|c| (c.root.to_string_lossy().into_owned(), c.version)),
             file_schema: schema,
             native_schema: native,
             descr: md.file_metadata().schema_descr_ptr(),
@@ -284,11 +276,15 @@ impl Scan {
             "  files:       {} listed, {} pruned ({} by partition values, {} by embedded indexes)",
             m.files, m.files_pruned, m.files_pruned_by_partition, m.files_pruned_by_index
         );
-        if let Some((dir, version)) = &self.catalog {
+        if let Some((root, version)) = &self.catalog {
+            let dir = std::path::Path::new(root).join(crate::catalog::store::DIR);
             let _ = writeln!(
                 s,
-                "  catalog:     {dir} version {version}: {} files pruned by its bounds and bloom filters, {} footers taken from it, {} files not in it or changed since (footers read)",
-                m.files_pruned_by_catalog, m.footers_from_catalog, m.files_not_in_catalog
+                "  catalog:     {} version {version}: {} files pruned by its bounds and bloom filters, {} footers taken from it, {} files not in it or changed since (footers read)",
+                dir.display(),
+                m.files_pruned_by_catalog,
+                m.footers_from_catalog,
+                m.files_not_in_catalog
             );
         }
         let _ = writeln!(

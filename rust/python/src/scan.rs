@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader, StructArray};
 use arrow_cast::{can_cast_types, cast_with_options, CastOptions};
 use arrow_schema::{Field, Schema, SchemaRef};
@@ -182,6 +183,12 @@ impl PyScan {
         crate::pyarrow::table(py, vec![batch], schema)
     }
 
+    /// The dataset root whose catalog planning used, if any.
+    #[getter]
+    fn catalog_root(&self) -> Option<String> {
+        self.scan.catalog.as_ref().map(|(root, _)| root.clone())
+    }
+
     /// What `now()` and `current_date` folded to, in ns since the epoch.
     #[getter]
     fn now_ns(&self) -> i128 {
@@ -223,7 +230,8 @@ impl PyScan {
 /// Read `units` (rows of `Scan.units()`, from a plan made elsewhere) with the planning
 /// scan's `where`, `columns` and `now_ns`.
 #[pyfunction]
-#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None))]
+#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None, catalog=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn read_units(
     py: Python<'_>,
     units: AnyRecordBatch,
@@ -232,6 +240,7 @@ pub fn read_units(
     columns: Option<Vec<String>>,
     batch_size: usize,
     threads: Option<usize>,
+    catalog: Option<String>,
 ) -> PyResult<PyScan> {
     let opts = ScanOptions {
         predicate: r#where,
@@ -247,6 +256,21 @@ pub fn read_units(
         .map_err(arrow_to_core)
         .py()?;
     let planned = run_blocking(py, move |cancel| {
+        // Footers of files the catalog describes come from it, not from the files.
+        if let Some(root) = &catalog {
+            if let Some(c) = pqindex_core::catalog::Catalog::open_cached(root)? {
+                for b in &batches {
+                    if let Some(paths) = b
+                        .column_by_name("path")
+                        .and_then(|a| a.as_string_opt::<i32>())
+                    {
+                        for p in paths.iter().flatten() {
+                            c.seed_one(p, global_cache())?;
+                        }
+                    }
+                }
+            }
+        }
         Scan::from_units(&batches, &opts, global_cache(), cancel)
     })?
     .py()?;
