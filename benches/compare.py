@@ -1,5 +1,5 @@
 """Peer comparison: the same selective queries over TPC-H lineitem through pqindex, pyarrow,
-DuckDB, DataFusion, polars and Spark, on five Parquet layouts.
+DuckDB, DataFusion, polars and Spark, on six Parquet layouts.
 
     python benches/compare.py [--sf 1] [--runs 5] [--engines pqindex,duckdb,...]
         [--layouts sorted,...] [--queries 'point_*,full_scan*'] [--no-spark]
@@ -295,6 +295,12 @@ LAYOUTS = [
         f"{SMALL_FILES:,} files split by l_orderkey range, pqindex.write, same options as sorted",
         False,
     ),
+    Layout(
+        "small_files_catalog",
+        "the small_files files (hard links) with a pqindex catalog: bounds on l_orderkey, "
+        "l_partkey, l_suppkey, l_shipdate; bloom filters on " + ", ".join(BLOOM_COLUMNS),
+        False,
+    ),
 ]
 
 
@@ -400,6 +406,18 @@ def write_small_files(raw: Path, out: Path) -> None:
     flush()
 
 
+def write_small_files_catalog(raw: Path, out: Path) -> None:
+    """Hard links to the small_files layout's files, and a catalog of them."""
+    import pqindex
+
+    small = next(lay for lay in LAYOUTS if lay.name == "small_files")
+    source = build_layout(small, raw, out.parent, None)
+    for f in data_files(source):
+        os.link(f, out / f.name)
+    columns = ["l_orderkey", "l_partkey", "l_suppkey", "l_shipdate"]
+    pqindex.Catalog.build(out, columns, bloom=list(BLOOM_COLUMNS))
+
+
 def build_layout(layout: Layout, raw: Path, root: Path, spark: Any) -> Path:
     """The layout's directory, written once and reused while its marker file exists."""
     out = root / layout.name
@@ -418,6 +436,7 @@ def build_layout(layout: Layout, raw: Path, root: Path, spark: Any) -> Path:
             "sorted": write_sorted,
             "shuffled": write_shuffled,
             "small_files": write_small_files,
+            "small_files_catalog": write_small_files_catalog,
         }
         writers[layout.name](raw, tmp)
         (tmp / DONE).touch()
