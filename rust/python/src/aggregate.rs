@@ -12,7 +12,7 @@ use pqindex_core::metadata::global_cache;
 
 use crate::error::IntoPyResult;
 use crate::runtime::run_blocking;
-use crate::scan::{stream_capsule, warn_skipped_indexes};
+use crate::scan::{metrics_dict, stream_capsule, warn_skipped_indexes};
 use crate::source::Source;
 
 /// The one-row answer of `aggregate`, with how it was obtained.
@@ -48,11 +48,7 @@ impl PyAggregation {
 
     /// Pruning and reading counters, plus what the aggregates indexes answered.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for (k, v) in self.inner.metrics() {
-            d.set_item(k, v)?;
-        }
-        Ok(d)
+        metrics_dict(py, &self.inner.metrics())
     }
 
     /// The scan's plan and, per column, the rows answered by its index and the rows read.

@@ -251,10 +251,7 @@ pub fn catalog_rows<'py>(
         let entries = paths
             .iter()
             .map(|p| {
-                let rel = std::path::Path::new(p)
-                    .strip_prefix(&root)
-                    .map(|r| r.to_string_lossy().into_owned())
-                    .unwrap_or_else(|_| p.clone());
+                let rel = pqindex_core::catalog::relative(&root, p);
                 pqindex_core::catalog::summarise(p, &rel, &columns, global_cache())
             })
             .collect::<pqindex_core::Result<Vec<_>>>()?;

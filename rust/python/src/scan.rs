@@ -56,6 +56,15 @@ fn consumed_error() -> PyErr {
     })
 }
 
+/// Counters as a Python dict, in their order.
+pub fn metrics_dict<'py>(py: Python<'py>, metrics: &[(&str, u64)]) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in metrics {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
 /// Export a record batch reader as an Arrow C stream capsule.
 pub fn stream_capsule<'py>(
     py: Python<'py>,
@@ -208,11 +217,7 @@ impl PyScan {
 
     /// Pruning and reading counters.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for (k, v) in self.scan.metrics() {
-            d.set_item(k, v)?;
-        }
-        Ok(d)
+        metrics_dict(py, &self.scan.metrics())
     }
 
     fn __repr__(&self) -> String {

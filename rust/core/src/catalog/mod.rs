@@ -208,11 +208,7 @@ impl Catalog {
         cache: &MetadataCache,
         progress: &dyn Fn(u64, u64) -> Result<()>,
     ) -> Result<(Catalog, CatalogReport)> {
-        if !Path::new(root).is_dir() {
-            return Err(Error::Source(format!(
-                "{root}: a catalog describes a dataset directory"
-            )));
-        }
+        dataset_dir(root)?;
         let previous = store::current(Path::new(root))?.map_or(0, |(v, _)| v);
         Self::write_version(
             root,
@@ -250,11 +246,7 @@ impl Catalog {
         cache: &MetadataCache,
         progress: &dyn Fn(u64, u64) -> Result<()>,
     ) -> Result<(Catalog, CatalogReport)> {
-        if !Path::new(root).is_dir() {
-            return Err(Error::Source(format!(
-                "{root}: a catalog describes a dataset directory"
-            )));
-        }
+        dataset_dir(root)?;
         let listing = list_source(&[root.to_string()])?;
         let mut report = CatalogReport {
             version,
@@ -301,11 +293,7 @@ impl Catalog {
         columns: &[CatalogColumn],
         entries: Vec<CatalogEntry>,
     ) -> Result<(Catalog, CatalogReport)> {
-        if !Path::new(root).is_dir() {
-            return Err(Error::Source(format!(
-                "{root}: a catalog describes a dataset directory"
-            )));
-        }
+        dataset_dir(root)?;
         let version = store::current(Path::new(root))?.map_or(0, |(v, _)| v) + 1;
         let file = store::write(Path::new(root), version, columns, &entries)?;
         let report = CatalogReport {
@@ -463,7 +451,19 @@ impl Catalog {
     }
 }
 
-fn relative(root: &str, path: &str) -> String {
+/// `Ok` when `root` is a directory: a catalog describes one dataset directory.
+fn dataset_dir(root: &str) -> Result<()> {
+    if Path::new(root).is_dir() {
+        Ok(())
+    } else {
+        Err(Error::Source(format!(
+            "{root}: a catalog describes a dataset directory"
+        )))
+    }
+}
+
+/// `path` relative to `root` (unchanged when it is not below it).
+pub fn relative(root: &str, path: &str) -> String {
     Path::new(path)
         .strip_prefix(root)
         .map(|p| p.to_string_lossy().into_owned())

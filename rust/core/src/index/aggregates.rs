@@ -27,6 +27,7 @@ use crate::index::codec::{invalid, Decoder, Encoder};
 use crate::index::column_values::{PageValues, PlainOrder};
 use crate::index::locator::Granularity;
 use crate::index::units::{decode_units, encode_units, UnitAssigner, UnitSpan};
+use crate::prune::stats::big_endian_i128;
 
 pub const PAYLOAD_VERSION: u32 = 1;
 /// Longest min or max stored; longer strings leave the unit without bounds.
@@ -66,7 +67,7 @@ pub fn cmp_plain(a: &[u8], b: &[u8], order: PlainOrder) -> Option<Ordering> {
         PlainOrder::U64 => u64::from_le_bytes(int(a)?).cmp(&u64::from_le_bytes(int(b)?)),
         PlainOrder::Float => float_of(a)?.partial_cmp(&float_of(b)?)?,
         PlainOrder::Bytes => a.cmp(b),
-        PlainOrder::BigEndianSigned => big_endian(a)?.cmp(&big_endian(b)?),
+        PlainOrder::BigEndianSigned => big_endian_i128(a)?.cmp(&big_endian_i128(b)?),
         PlainOrder::Unordered => return None,
     })
 }
@@ -79,17 +80,6 @@ fn float_of(v: &[u8]) -> Option<f64> {
     }
 }
 
-/// A big-endian two's complement integer of 1 to 16 bytes.
-pub fn big_endian(v: &[u8]) -> Option<i128> {
-    if v.is_empty() || v.len() > 16 {
-        return None;
-    }
-    let fill = if v[0] & 0x80 != 0 { 0xFF } else { 0 };
-    let mut buf = [fill; 16];
-    buf[16 - v.len()..].copy_from_slice(v);
-    Some(i128::from_be_bytes(buf))
-}
-
 /// The integer a plain-encoded value stands for, for integer sums.
 fn int_of(v: &[u8], order: PlainOrder) -> Option<i128> {
     let arr = |n: usize| v.get(..n);
@@ -98,7 +88,7 @@ fn int_of(v: &[u8], order: PlainOrder) -> Option<i128> {
         PlainOrder::U32 => i128::from(u32::from_le_bytes(arr(4)?.try_into().ok()?)),
         PlainOrder::I64 => i128::from(i64::from_le_bytes(arr(8)?.try_into().ok()?)),
         PlainOrder::U64 => i128::from(u64::from_le_bytes(arr(8)?.try_into().ok()?)),
-        PlainOrder::BigEndianSigned => big_endian(v)?,
+        PlainOrder::BigEndianSigned => big_endian_i128(v)?,
         _ => return None,
     })
 }

@@ -173,7 +173,7 @@ pub fn decode(bytes: &[u8], physical: PhysicalType, col: &ColumnRef) -> Option<V
 }
 
 /// A big-endian two's complement integer of 1 to 16 bytes (decimals in byte arrays).
-fn big_endian_i128(bytes: &[u8]) -> Option<i128> {
+pub fn big_endian_i128(bytes: &[u8]) -> Option<i128> {
     if bytes.is_empty() || bytes.len() > 16 {
         return None;
     }
