@@ -233,3 +233,23 @@ def test_spark_builds_the_same_catalog(spark: Any, dataset: Path, duckdb_con: An
     _, m, _ = scan(dataset, "s = 's17-3'")
     assert m["files_pruned_by_catalog"] >= FILES - 4
     assert pqs.build_catalog(spark, dataset, ["k"]).version == 2
+
+
+def test_a_damaged_footer_in_the_catalog_falls_back_to_the_file(
+    dataset: Path, duckdb_con: Any
+) -> None:
+    pqindex.Catalog.build(dataset, ["s"], bloom=["s"])
+    version = dataset / "_pqindex" / "catalog-00000001.parq"
+    rows = pq.read_table(version)
+    footers = rows.column("footer").to_pylist()
+    footers[17] = footers[17][:100]  # part-0017 holds s17-*
+    rows = rows.set_column(rows.schema.get_field_index("footer"), "footer", pa.array(footers))
+    pq.write_table(rows, version.with_suffix(".tmp"))
+    meta = pq.read_metadata(version).metadata
+    table = pq.read_table(version.with_suffix(".tmp")).replace_schema_metadata(meta)
+    pq.write_table(table, version)
+    where = "s = 's17-3'"
+    with pytest.warns(pqindex.IndexWarning, match="footer is unusable"):
+        table, m, _ = scan(dataset, where)
+    assert table.num_rows == duckdb_count(duckdb_con, dataset, where)
+    assert m["files_not_in_catalog"] == 1

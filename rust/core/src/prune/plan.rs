@@ -147,6 +147,7 @@ pub fn plan_file(
         });
     }
     let predicate = predicate.filter(|p| *p != Predicate::Const(Some(true)));
+    let mut catalog_warning = None;
     if let Some(catalog) = ctx.catalog {
         let id = listed.clone();
         match catalog.lookup(path, &id) {
@@ -178,10 +179,22 @@ pub fn plan_file(
                         });
                     }
                 }
-                if !ctx.cache.contains(&id) {
-                    ctx.cache.seed(id, Arc::new(entry.metadata()?), true);
+                if ctx.cache.contains(&id) {
+                    m.footers_from_catalog = 1;
+                } else {
+                    match entry.metadata() {
+                        Ok(md) => {
+                            ctx.cache.seed(id, Arc::new(md), true);
+                            m.footers_from_catalog = 1;
+                        }
+                        Err(e) => {
+                            catalog_warning = Some(format!(
+                                "{path}: the catalog's footer is unusable ({e}); read from the file"
+                            ));
+                            m.files_not_in_catalog = 1;
+                        }
+                    }
                 }
-                m.footers_from_catalog = 1;
             }
             Lookup::Changed | Lookup::Unknown => m.files_not_in_catalog = 1,
         }
@@ -229,8 +242,9 @@ pub fn plan_file(
             .map(|(_, v)| v)
     };
     m.indexes_read = indexes.indexes_read;
-    let warnings = std::mem::take(&mut indexes.warnings);
+    let mut warnings = std::mem::take(&mut indexes.warnings);
     m.indexes_skipped = warnings.len() as u64;
+    warnings.extend(catalog_warning);
     index_kinds.sort_unstable();
     index_kinds.dedup();
     if let Some(pred) = &predicate {
