@@ -42,19 +42,15 @@ fn units_schema(partitions: &[Field]) -> SchemaRef {
             false,
         )
     };
-    let mut fields = vec![
-        Field::new("path", DataType::Utf8, false),
-        Field::new("size", DataType::UInt64, false),
-        Field::new("mtime_ns", DataType::Int64, false),
-        Field::new("ino", DataType::UInt64, false),
-        Field::new("ctime_ns", DataType::Int64, false),
+    let mut fields = FileIdentity::arrow_fields();
+    fields.extend([
         Field::new("row_group", DataType::UInt32, false),
         Field::new("row_group_rows", DataType::UInt64, false),
         list("range_starts"),
         list("range_ends"),
         Field::new("selected_rows", DataType::UInt64, false),
         Field::new("selected_bytes", DataType::UInt64, false),
-    ];
+    ]);
     if !partitions.is_empty() {
         fields.push(Field::new(
             "partitions",

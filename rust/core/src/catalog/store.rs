@@ -24,6 +24,7 @@ use parquet::file::properties::WriterProperties;
 
 use crate::catalog::{CatalogColumn, CatalogEntry};
 use crate::error::{Error, Result};
+use crate::io::FileIdentity;
 
 pub const DIR: &str = "_pqindex";
 pub const POINTER: &str = "CURRENT";
@@ -116,16 +117,12 @@ pub fn write(
 
 /// Catalog rows for `entries`: the catalog file's schema.
 pub fn to_batch(columns: &[CatalogColumn], entries: &[CatalogEntry]) -> Result<RecordBatch> {
-    let mut fields = vec![
-        Field::new("path", DataType::Utf8, false),
-        Field::new("size", DataType::UInt64, false),
-        Field::new("mtime_ns", DataType::Int64, false),
-        Field::new("ino", DataType::UInt64, false),
-        Field::new("ctime_ns", DataType::Int64, false),
+    let mut fields = FileIdentity::arrow_fields();
+    fields.extend([
         Field::new("num_rows", DataType::Int64, false),
         Field::new("num_row_groups", DataType::Int32, false),
         Field::new("footer", DataType::Binary, false),
-    ];
+    ]);
     let mut arrays: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(
             entries.iter().map(|e| e.path.as_str()),

@@ -266,10 +266,7 @@ pub struct AggregatesIndex {
 impl AggregatesIndex {
     pub fn decode(payload: &[u8]) -> Result<AggregatesIndex> {
         let mut d = Decoder::new(payload);
-        let version = d.u32()?;
-        if version != PAYLOAD_VERSION {
-            return Err(invalid(format!("aggregates payload version {version}")));
-        }
+        d.version(PAYLOAD_VERSION, "aggregates")?;
         let sum_kind = d.u8()?;
         if sum_kind > 2 {
             return Err(invalid(format!("aggregates sum kind {sum_kind}")));

@@ -99,10 +99,7 @@ pub struct BloomIndex {
 impl BloomIndex {
     pub fn decode(payload: &[u8]) -> Result<BloomIndex> {
         let mut d = Decoder::new(payload);
-        let version = d.u32()?;
-        if version != PAYLOAD_VERSION {
-            return Err(invalid(format!("bloom payload version {version}")));
-        }
+        d.version(PAYLOAD_VERSION, "bloom")?;
         let spans = decode_units(&mut d)?;
         let mut filters = Vec::with_capacity(spans.len());
         let mut locations = Vec::with_capacity(spans.len());

@@ -70,6 +70,15 @@ impl<'a> Decoder<'a> {
     pub fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
     }
+    /// The leading `u32` payload version, which must be `expected`; `kind` names the
+    /// payload in the error.
+    pub fn version(&mut self, expected: u32, kind: &str) -> Result<()> {
+        match self.u32()? {
+            v if v == expected => Ok(()),
+            v => Err(invalid(format!("{kind} payload version {v}"))),
+        }
+    }
+
     pub fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4")))
     }

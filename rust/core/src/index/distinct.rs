@@ -190,10 +190,7 @@ impl DistinctHeader {
     /// `needed_len`); `payload_len` bounds the bucket locations.
     pub fn decode(bytes: &[u8], payload_len: u64) -> Result<DistinctHeader> {
         let mut d = Decoder::new(bytes);
-        let version = d.u32()?;
-        if version != PAYLOAD_VERSION {
-            return Err(invalid(format!("distinct payload version {version}")));
-        }
+        d.version(PAYLOAD_VERSION, "distinct")?;
         let k = d.u32()?;
         if k > MAX_BUCKET_BITS {
             return Err(invalid(format!("distinct index with {k} bucket bits")));

@@ -151,10 +151,7 @@ pub struct HllIndex {
 impl HllIndex {
     pub fn decode(payload: &[u8]) -> Result<HllIndex> {
         let mut d = Decoder::new(payload);
-        let version = d.u32()?;
-        if version != PAYLOAD_VERSION {
-            return Err(invalid(format!("hll payload version {version}")));
-        }
+        d.version(PAYLOAD_VERSION, "hll")?;
         let p = d.u32()?;
         if !(4..=18).contains(&p) {
             return Err(invalid(format!("hll precision {p}")));

@@ -39,6 +39,18 @@ impl FileIdentity {
         }
     }
 
+    /// The Arrow fields tables of files carry their identities in (units, catalogs).
+    pub fn arrow_fields() -> Vec<arrow_schema::Field> {
+        use arrow_schema::{DataType, Field};
+        vec![
+            Field::new("path", DataType::Utf8, false),
+            Field::new("size", DataType::UInt64, false),
+            Field::new("mtime_ns", DataType::Int64, false),
+            Field::new("ino", DataType::UInt64, false),
+            Field::new("ctime_ns", DataType::Int64, false),
+        ]
+    }
+
     pub fn stat(path: &str) -> Result<Self> {
         let md = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         Ok(Self::of_metadata(path, &md))

@@ -149,8 +149,7 @@ pub fn plan_file(
     let predicate = predicate.filter(|p| *p != Predicate::Const(Some(true)));
     let mut catalog_warning = None;
     if let Some(catalog) = ctx.catalog {
-        let id = listed.clone();
-        match catalog.lookup(path, &id) {
+        match catalog.lookup(path, listed) {
             Lookup::Fresh(entry) => {
                 if let Some(pred) = &predicate {
                     let mut by_bloom = |leaf: &Predicate| {
@@ -179,12 +178,12 @@ pub fn plan_file(
                         });
                     }
                 }
-                if ctx.cache.contains(&id) {
+                if ctx.cache.contains(listed) {
                     m.footers_from_catalog = 1;
                 } else {
                     match entry.metadata() {
                         Ok(md) => {
-                            ctx.cache.seed(id, Arc::new(md), true);
+                            ctx.cache.seed(listed.clone(), Arc::new(md), true);
                             m.footers_from_catalog = 1;
                         }
                         Err(e) => {
