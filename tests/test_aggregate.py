@@ -188,3 +188,14 @@ def test_results_carry_duckdb_types(files: dict[str, Path]) -> None:
         pa.decimal128(38, 2),
         pa.float64(),
     ]
+
+
+def test_a_sum_beyond_decimal_38_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "big.parquet"
+    big = Decimal(9 * 10**37)
+    pa_table = pa.table({"d": pa.array([big] * 20, pa.decimal128(38, 0))})
+    pqindex.write(pa_table, path, indexes=[pqindex.AggregateIndex("d")])
+    with pytest.raises(pqindex.InvalidArgumentError, match="overflows"):
+        pqindex.aggregate(path, "sum(d)")
+    got = pa.table(pqindex.aggregate(path, "max(d), count(d)")).to_pylist()[0]
+    assert list(got.values()) == [big, 20]

@@ -253,3 +253,10 @@ def test_a_damaged_footer_in_the_catalog_falls_back_to_the_file(
         table, m, _ = scan(dataset, where)
     assert table.num_rows == duckdb_count(duckdb_con, dataset, where)
     assert m["files_not_in_catalog"] == 1
+
+
+def test_a_bad_false_positive_rate_is_refused(dataset: Path) -> None:
+    for fpp in (0.0, 1.0, -1.0):
+        with pytest.raises(pqindex.InvalidArgumentError, match="fpp"):
+            pqindex.Catalog.build(dataset, ["s"], fpp=fpp)
+    assert pqindex.Catalog.open(dataset) is None
