@@ -1,6 +1,6 @@
 """Type stubs of the native module built from ``rust/python``."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
 from typing import Any, Literal, Protocol, final
 
@@ -14,6 +14,9 @@ class _ArrowArray(Protocol):
 
 StrPath = str | PathLike[str]
 Source = StrPath | Sequence[StrPath]
+# Options of the object store a URL names (endpoint, region, credentials, max_in_flight,
+# coalesce_gap, footer_hint, max_retries, retry_timeout).
+StorageOptions = Mapping[str, str | int | float | bool]
 
 __version__: str
 
@@ -60,6 +63,7 @@ def aggregate(
     where: str | None = None,
     *,
     threads: int | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> Aggregation:
     """Compute ``select`` (count(*), count, min, max, sum, avg) over the rows of ``source``
     satisfying ``where``, answering from aggregates indexes where every row of a unit
@@ -131,6 +135,7 @@ def scan(
     threads: int | None = None,
     *,
     catalog: bool = True,
+    storage_options: StorageOptions | None = None,
 ) -> Scan: ...
 def read_units(
     units: _ArrowStream | _ArrowArray,
@@ -141,8 +146,11 @@ def read_units(
     batch_size: int = 65536,
     threads: int | None = None,
     catalog: str | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> Scan: ...
-def read_metadata(path: StrPath) -> FileMetadata: ...
+def read_metadata(
+    path: StrPath, *, storage_options: StorageOptions | None = None
+) -> FileMetadata: ...
 def write(
     data: _ArrowStream | _ArrowArray,
     path: StrPath,

@@ -13,7 +13,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use parquet::file::metadata::ParquetMetaData;
-use pqindex_core::io::{IoStats, LocalFile};
+use pqindex_core::io::{IoStats, StorageFile};
 use pqindex_core::metadata::{load_page_index, read_footer, MetadataCache};
 use pqindex_core::write::{write, WriteOptions};
 
@@ -193,12 +193,12 @@ fn lineitem_file(dir: &std::path::Path) -> String {
     path
 }
 
-fn open(path: &str) -> LocalFile {
-    LocalFile::open(path, Arc::new(IoStats::default())).unwrap()
+fn open(path: &str) -> StorageFile {
+    StorageFile::open(path, Arc::new(IoStats::default())).unwrap()
 }
 
 /// Bytes of the serialized footer (FileMetaData + length + magic).
-fn footer_bytes(file: &LocalFile) -> u64 {
+fn footer_bytes(file: &StorageFile) -> u64 {
     let size = file.identity().size;
     let end = file.read_range(size - 8, 8).unwrap();
     u64::from(u32::from_le_bytes([end[0], end[1], end[2], end[3]])) + 8
@@ -231,7 +231,7 @@ fn page_index_extent(md: &ParquetMetaData) -> (u64, u64) {
 struct Subject {
     name: &'static str,
     path: String,
-    file: LocalFile,
+    file: StorageFile,
     footer: ParquetMetaData,
     footer_bytes: u64,
     index_bytes: u64,

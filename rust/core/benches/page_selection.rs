@@ -10,7 +10,7 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchIterator};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use parquet::file::metadata::ParquetMetaData;
-use pqindex_core::io::{IoStats, LocalFile};
+use pqindex_core::io::{IoStats, StorageFile};
 use pqindex_core::metadata::MetadataCache;
 use pqindex_core::predicate::{bind, sql, BindSchema, Predicate};
 use pqindex_core::prune::page::row_ranges;
@@ -89,7 +89,7 @@ fn bench_column_index(c: &mut Criterion) {
         .to_string_lossy()
         .into_owned();
     write_file(&path);
-    let file = LocalFile::open(&path, Arc::new(IoStats::default())).unwrap();
+    let file = StorageFile::open(&path, Arc::new(IoStats::default())).unwrap();
     let (md, _) = MetadataCache::new(1 << 30).get(&file, true).unwrap();
     assert_eq!(md.num_row_groups(), 1);
     let pages = md.offset_index().unwrap()[0][0].page_locations().len() as u64;

@@ -19,7 +19,7 @@ use parquet::file::metadata::{
 use crate::error::{Error, Result};
 use crate::index::container::{block_checksum, encode_block, IndexKind, BLOCK_VERSION};
 use crate::index::locator::{locators, Granularity, Locator, KEY_PREFIX};
-use crate::io::{FileIdentity, IoStats, LocalFile};
+use crate::io::{FileIdentity, IoStats, StorageFile};
 use crate::metadata::read_footer;
 
 /// An index to embed.
@@ -44,7 +44,7 @@ pub struct AppendReport {
 
 /// The indexes a file's footer declares (damaged entries are skipped).
 pub fn list_indexes(path: &str) -> Result<Vec<Locator>> {
-    let file = LocalFile::open(path, Arc::new(IoStats::default()))?;
+    let file = StorageFile::open(path, Arc::new(IoStats::default()))?;
     let md = read_footer(&file)?;
     Ok(locators(md.file_metadata().key_value_metadata())
         .into_iter()
@@ -77,7 +77,7 @@ pub fn rewrite_indexes(
     // A symlink stays a symlink: the file it points to is rewritten beside itself.
     let resolved = resolve_symlinks(path)?;
     let path = resolved.as_str();
-    let file = LocalFile::open(path, Arc::new(IoStats::default()))?;
+    let file = StorageFile::open(path, Arc::new(IoStats::default()))?;
     let before = file.identity().as_ref().clone();
     if let Some(what) = expected.and_then(|e| e.difference(&before)) {
         return Err(Error::FileChanged {
@@ -234,14 +234,14 @@ fn remove_checksum_sidecar(target: &Path) -> Result<()> {
     }
 }
 
-fn read_block(file: &LocalFile, l: &Locator, body_end: u64) -> Result<Vec<u8>> {
+fn read_block(file: &StorageFile, l: &Locator, body_end: u64) -> Result<Vec<u8>> {
     // Checks magic, version, length and checksum before keeping the bytes.
     l.read_payload(file, body_end)?;
     Ok(file.read_range(l.offset, l.length as usize)?.to_vec())
 }
 
 /// Where the footer (Thrift metadata, its length and the magic) begins.
-pub(crate) fn footer_start(file: &LocalFile) -> Result<u64> {
+pub(crate) fn footer_start(file: &StorageFile) -> Result<u64> {
     let size = file.identity().size;
     let tail = file.read_range(size - 8, 8)?;
     let len = u64::from(u32::from_le_bytes(tail[..4].try_into().expect("4 bytes")));
@@ -374,7 +374,7 @@ mod tests {
         assert!(r.bytes_after > r.bytes_before + 1000);
         let listed = list_indexes(&path).unwrap();
         assert_eq!(listed, r.indexes);
-        let file = LocalFile::open(&path, Arc::new(IoStats::default())).unwrap();
+        let file = StorageFile::open(&path, Arc::new(IoStats::default())).unwrap();
         let body_end = footer_start(&file).unwrap();
         assert_eq!(listed[0].read_payload(&file, body_end).unwrap(), b"first");
 
@@ -407,7 +407,7 @@ mod tests {
             r2.bytes_after,
             r.bytes_after
         );
-        let file = LocalFile::open(&path, Arc::new(IoStats::default())).unwrap();
+        let file = StorageFile::open(&path, Arc::new(IoStats::default())).unwrap();
         let body_end = footer_start(&file).unwrap();
         let distinct = list_indexes(&path)
             .unwrap()
@@ -448,7 +448,7 @@ mod tests {
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[r.indexes[0].offset as usize + 20] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
-        let file = LocalFile::open(&path, Arc::new(IoStats::default())).unwrap();
+        let file = StorageFile::open(&path, Arc::new(IoStats::default())).unwrap();
         let body_end = footer_start(&file).unwrap();
         assert!(matches!(
             r.indexes[0].read_payload(&file, body_end),

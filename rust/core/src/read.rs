@@ -21,17 +21,13 @@ use parquet::arrow::ProjectionMask;
 use parquet::file::reader::{ChunkReader, Length};
 
 use crate::error::{Error, Result};
-use crate::io::coalesce::PrefetchedFile;
-use crate::io::{IoStats, LocalFile};
+use crate::io::{IoStats, StorageFile};
 use crate::predicate::eval;
 use crate::predicate::expr::Predicate;
 use crate::predicate::value::{to_scalar_array, Value};
 use crate::prune::page;
 use crate::prune::plan::ScanUnit;
 use crate::prune::row_ranges::RowRanges;
-
-/// Ranges closer than this are fetched in one read.
-const COALESCE_GAP: u64 = 64 * 1024;
 
 /// Counters the readers of one scan add to.
 #[derive(Debug, Default)]
@@ -78,7 +74,7 @@ impl OutputShape {
 /// the pages a unit really read.
 #[derive(Clone)]
 struct TrackedFile {
-    inner: PrefetchedFile,
+    inner: StorageFile,
     offsets: Arc<Mutex<HashSet<u64>>>,
 }
 
@@ -89,7 +85,7 @@ impl Length for TrackedFile {
 }
 
 impl ChunkReader for TrackedFile {
-    type T = <PrefetchedFile as ChunkReader>::T;
+    type T = <StorageFile as ChunkReader>::T;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
         self.inner.get_read(start)
@@ -112,7 +108,7 @@ pub fn read_unit(
 ) -> Result<impl Iterator<Item = Result<RecordBatch>> + Send + 'static> {
     let planned = &unit.file;
     let path = planned.path.clone();
-    let file = LocalFile::open_expecting(&path, &planned.identity, io.clone())?;
+    let file = StorageFile::open_expecting(&path, &planned.identity, io.clone())?;
     let md = planned.reader_metadata.metadata().clone();
     let schema_descr = md.file_metadata().schema_descr_ptr();
     let rg = unit.row_group;
@@ -146,23 +142,26 @@ pub fn read_unit(
     }
 
     // Prefetch what is certainly read: the predicate columns' selected pages, or every
-    // projected column's selected pages when nothing filters them further.
-    let eager_leaves: Vec<usize> = if filters.is_empty() {
-        projected_leaves.clone()
+    // projected column's selected pages when nothing filters them further. On an object
+    // store a request costs more than the pages a filter might spare, so every projected
+    // column is fetched at once.
+    let eager_leaves: Vec<usize> = if filters.is_empty() || file.is_remote() {
+        let mut l = projected_leaves.clone();
+        l.extend(filters.iter().flat_map(|f| f.3.iter().copied()));
+        l.sort_unstable();
+        l.dedup();
+        l
     } else {
         let mut l: Vec<usize> = filters.iter().flat_map(|f| f.3.iter().copied()).collect();
         l.sort_unstable();
         l.dedup();
         l
     };
-    let mut prefetched = PrefetchedFile::new(file);
     let ranges = byte_ranges(&md, rg, &eager_leaves, &unit.ranges, unit.row_group_rows);
-    prefetched
-        .prefetch(ranges, COALESCE_GAP)
-        .map_err(|e| e.in_file(&path))?;
+    file.prefetch(ranges).map_err(|e| e.in_file(&path))?;
     let offsets = Arc::new(Mutex::new(HashSet::new()));
     let tracked = TrackedFile {
-        inner: prefetched,
+        inner: file,
         offsets: offsets.clone(),
     };
 

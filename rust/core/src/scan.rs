@@ -11,7 +11,7 @@ use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
 
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
-use crate::io::{IoStats, LocalFile};
+use crate::io::{IoStats, StorageFile};
 use crate::metadata::MetadataCache;
 use crate::predicate::{self, BindSchema, Predicate};
 use crate::prune::plan::{plan_file, FilePlan, PlanContext, PlanMetrics, ScanUnit};
@@ -91,11 +91,12 @@ impl Scan {
             _ => None,
         };
         let io = Arc::new(IoStats::default());
+        io.record_listing(listing.requests);
         let first = &listing.files[0].path;
         if let Some(c) = &catalog {
             c.seed_one(first, cache)?;
         }
-        let first_file = LocalFile::open(first, io.clone())?;
+        let first_file = StorageFile::open_listed(first, &listing.files[0].identity, io.clone())?;
         // The first footer gives the schema; planning then finds it in the cache.
         let (md, first_outcome) = cache.get(&first_file, false)?;
         let descr = md.file_metadata().schema_descr();
@@ -137,6 +138,7 @@ impl Scan {
             io: &io,
             catalog: catalog.as_deref(),
             descr,
+            opened: Some(&first_file),
         };
         let threads = opts.threads.max(1);
         let plans = plan_files(
@@ -247,6 +249,7 @@ impl Scan {
             ("files_not_in_catalog", m.files_not_in_catalog),
             ("bytes_read", self.io.bytes()),
             ("requests", self.io.requests()),
+            ("list_requests", self.io.list_requests()),
         ]
     }
 
@@ -322,14 +325,26 @@ impl Scan {
         let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         let _ = writeln!(
             s,
-            "  read so far: {} rows scanned, {} matched, {} data pages, {} dictionary pages, {} bytes in {} requests",
+            "  read so far: {} rows scanned, {} matched, {} data pages, {} dictionary pages, {} bytes in {} requests ({} listing)",
             l(&r.rows_scanned),
             l(&r.rows_matched),
             l(&r.pages_read),
             l(&r.dictionary_pages_read),
             self.io.bytes(),
-            self.io.requests()
+            self.io.requests(),
+            self.io.list_requests()
         );
+        let logged = self.io.logged_requests();
+        if !logged.is_empty() {
+            let _ = writeln!(s, "  requests:");
+            for line in &logged {
+                let _ = writeln!(s, "    {line}");
+            }
+            let more = self.io.requests() - self.io.list_requests();
+            if more > logged.len() as u64 {
+                let _ = writeln!(s, "    ... and {} more", more - logged.len() as u64);
+            }
+        }
         const SHOWN: usize = 20;
         for line in self.summaries.iter().take(SHOWN) {
             let _ = writeln!(s, "    {line}");

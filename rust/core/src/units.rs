@@ -21,7 +21,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use parquet::file::metadata::PageIndexPolicy;
 
 use crate::error::{Error, Result};
-use crate::io::{FileIdentity, IoStats, LocalFile};
+use crate::io::{FileIdentity, IoStats, StorageFile};
 use crate::metadata::MetadataCache;
 use crate::predicate::value::{to_scalar_array, Value};
 use crate::predicate::Predicate;
@@ -115,6 +115,9 @@ pub fn units_table(scan: &Scan) -> Result<RecordBatch> {
         Arc::new(id_i64(&|i| i.mtime_ns)),
         Arc::new(id(&|i| i.ino)),
         Arc::new(id_i64(&|i| i.ctime_ns)),
+        Arc::new(StringArray::from_iter(
+            scan.units.iter().map(|u| u.file.identity.etag.as_deref()),
+        )),
         Arc::new(UInt32Array::from_iter_values(
             scan.units.iter().map(|u| u.row_group as u32),
         )),
@@ -191,6 +194,12 @@ fn rows_of(batch: &RecordBatch, partitions: &[Field]) -> Result<Vec<UnitRow>> {
     let paths = paths.as_string::<i32>();
     let (size, ino, rows) = (u64s("size")?, u64s("ino")?, u64s("row_group_rows")?);
     let (mtime, ctime) = (i64s("mtime_ns")?, i64s("ctime_ns")?);
+    // Tables written before objects were read have no ETag column.
+    let etags = match batch.column_by_name("etag") {
+        Some(c) => Some(arrow_cast::cast(c, &DataType::Utf8)?),
+        None => None,
+    };
+    let etags = etags.as_ref().map(|c| c.as_string::<i32>());
     let row_group = arrow_cast::cast(column(batch, "row_group")?, &DataType::UInt32)?;
     let row_group = row_group.as_primitive::<UInt32Type>();
     let list = |name: &str| -> Result<arrow_array::ListArray> {
@@ -258,6 +267,9 @@ fn rows_of(batch: &RecordBatch, partitions: &[Field]) -> Result<Vec<UnitRow>> {
                 mtime_ns: mtime.value(r),
                 ino: ino.value(r),
                 ctime_ns: ctime.value(r),
+                etag: etags
+                    .filter(|e| e.is_valid(r))
+                    .map(|e| e.value(r).to_string()),
             },
             row_group: row_group.value(r) as usize,
             row_group_rows,
@@ -347,7 +359,7 @@ impl Scan {
             let planned = match files.get(&path) {
                 Some(p) => p.clone(),
                 None => {
-                    let file = LocalFile::open_expecting(&path, &row.identity, io.clone())?;
+                    let file = StorageFile::open_expecting(&path, &row.identity, io.clone())?;
                     let (md, outcome) = cache.get(&file, false)?;
                     let md = if has_page_index(&md) {
                         cache.get(&file, true)?.0

@@ -13,7 +13,7 @@ use pqindex_core::metadata::global_cache;
 use crate::error::IntoPyResult;
 use crate::runtime::run_blocking;
 use crate::scan::{metrics_dict, stream_capsule, warn_skipped_indexes};
-use crate::source::Source;
+use crate::source::{configure_storage, Source, StorageOptions};
 
 /// The one-row answer of `aggregate`, with how it was obtained.
 #[pyclass(frozen, name = "Aggregation", module = "pqindex")]
@@ -78,14 +78,16 @@ impl PyAggregation {
 /// Compute `select` (count, min, max, sum, avg) over the rows of `source` satisfying
 /// `where`, from aggregates indexes where they can answer.
 #[pyfunction]
-#[pyo3(signature = (source, select, r#where=None, *, threads=None))]
+#[pyo3(signature = (source, select, r#where=None, *, threads=None, storage_options=None))]
 pub fn aggregate(
     py: Python<'_>,
     source: Source,
     select: String,
     r#where: Option<String>,
     threads: Option<usize>,
+    storage_options: Option<StorageOptions>,
 ) -> PyResult<PyAggregation> {
+    configure_storage(&source.0, storage_options.as_ref())?;
     let opts = AggregateOptions {
         select,
         predicate: r#where,

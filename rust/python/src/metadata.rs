@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use pyo3_arrow::ffi::to_schema_pycapsule;
 
-use pqindex_core::io::{IoStats, LocalFile};
+use pqindex_core::io::{IoStats, StorageFile};
 use pqindex_core::metadata::{global_cache, tables};
 use pqindex_core::Error;
 
@@ -96,14 +96,20 @@ impl PyFileMetadata {
 
 /// Read the footer and page index of `path` (through the metadata cache).
 #[pyfunction]
-pub fn read_metadata(py: Python<'_>, path: crate::source::Source) -> PyResult<PyFileMetadata> {
+#[pyo3(signature = (path, *, storage_options=None))]
+pub fn read_metadata(
+    py: Python<'_>,
+    path: crate::source::Source,
+    storage_options: Option<crate::source::StorageOptions>,
+) -> PyResult<PyFileMetadata> {
+    crate::source::configure_storage(&path.0, storage_options.as_ref())?;
     let [path]: [String; 1] = path
         .0
         .try_into()
         .map_err(|_| pyo3::exceptions::PyTypeError::new_err("read_metadata takes one path"))?;
     let p = path.clone();
     let (metadata, schema) = run_blocking(py, move |_| -> Result<_, Error> {
-        let file = LocalFile::open(&p, Arc::new(IoStats::default()))?;
+        let file = StorageFile::open(&p, Arc::new(IoStats::default()))?;
         let (md, _) = global_cache().get(&file, true)?;
         let schema = parquet::arrow::parquet_to_arrow_schema(
             md.file_metadata().schema_descr(),

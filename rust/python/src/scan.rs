@@ -18,7 +18,7 @@ use pqindex_core::{Error, Scan, ScanOptions};
 
 use crate::error::IntoPyResult;
 use crate::runtime::run_blocking;
-use crate::source::Source;
+use crate::source::{configure_storage, Source, StorageOptions};
 
 /// A planned scan: pruned down to the pages that can match, read on demand.
 #[pyclass(frozen, name = "Scan", module = "pqindex")]
@@ -235,7 +235,7 @@ impl PyScan {
 /// Read `units` (rows of `Scan.units()`, from a plan made elsewhere) with the planning
 /// scan's `where`, `columns` and `now_ns`.
 #[pyfunction]
-#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None, catalog=None))]
+#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None, catalog=None, storage_options=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn read_units(
     py: Python<'_>,
@@ -246,6 +246,7 @@ pub fn read_units(
     batch_size: usize,
     threads: Option<usize>,
     catalog: Option<String>,
+    storage_options: Option<StorageOptions>,
 ) -> PyResult<PyScan> {
     let opts = ScanOptions {
         predicate: r#where,
@@ -260,6 +261,18 @@ pub fn read_units(
         .collect::<Result<Vec<_>, _>>()
         .map_err(arrow_to_core)
         .py()?;
+    let mut urls: Vec<String> = Vec::new();
+    for b in &batches {
+        if let Some(paths) = b
+            .column_by_name("path")
+            .and_then(|a| a.as_string_opt::<i32>())
+        {
+            urls.extend(paths.iter().flatten().map(str::to_string));
+        }
+    }
+    urls.sort_unstable();
+    urls.dedup();
+    configure_storage(&urls, storage_options.as_ref())?;
     let planned = run_blocking(py, move |cancel| {
         // Footers of files the catalog describes come from it, not from the files.
         if let Some(root) = &catalog {
@@ -308,7 +321,8 @@ pub fn warn_skipped_indexes(py: Python<'_>, warnings: &[String]) -> PyResult<()>
 
 /// Plan a scan of `source`, pruning with `where`.
 #[pyfunction]
-#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true))]
+#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn scan(
     py: Python<'_>,
     source: Source,
@@ -317,7 +331,9 @@ pub fn scan(
     batch_size: usize,
     threads: Option<usize>,
     catalog: bool,
+    storage_options: Option<StorageOptions>,
 ) -> PyResult<PyScan> {
+    configure_storage(&source.0, storage_options.as_ref())?;
     let opts = ScanOptions {
         predicate: r#where,
         columns,

@@ -35,3 +35,68 @@ impl<'py> FromPyObject<'_, 'py> for Source {
         )))
     }
 }
+
+/// `storage_options` as Python users write them: string keys, values that are strings,
+/// numbers or booleans.
+pub struct StorageOptions(pub Vec<(String, String)>);
+
+impl<'py> FromPyObject<'_, 'py> for StorageOptions {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
+        let dict = obj.cast::<pyo3::types::PyDict>().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err("storage_options must be a dict")
+        })?;
+        let mut out = Vec::new();
+        for (k, v) in dict.iter() {
+            let key: String = k.extract().map_err(|_| {
+                pyo3::exceptions::PyTypeError::new_err("storage_options keys must be str")
+            })?;
+            let value = if v.is_instance_of::<pyo3::types::PyBool>() {
+                if v.extract::<bool>()? {
+                    "true"
+                } else {
+                    "false"
+                }
+                .to_string()
+            } else if v.is_instance_of::<PyString>()
+                || v.is_instance_of::<pyo3::types::PyInt>()
+                || v.is_instance_of::<pyo3::types::PyFloat>()
+            {
+                v.str()?.to_string()
+            } else {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "storage option {key}: values must be str, int, float or bool, not {}",
+                    v.get_type().name()?
+                )));
+            };
+            out.push((key, value));
+        }
+        Ok(StorageOptions(out))
+    }
+}
+
+/// Configure the store of every object-store URL in `paths` with `options` (once per
+/// store). Local paths need no configuration; options given for them are refused.
+pub fn configure_storage(paths: &[String], options: Option<&StorageOptions>) -> PyResult<()> {
+    use pqindex_core::io::object;
+    let Some(options) = options else {
+        return Ok(());
+    };
+    let remote: Vec<&str> = paths
+        .iter()
+        .map(String::as_str)
+        .filter(|p| object::is_remote(p))
+        .collect();
+    if remote.is_empty() {
+        if options.0.is_empty() {
+            return Ok(());
+        }
+        return Err(crate::error::to_py_err(
+            pqindex_core::error::Error::InvalidArgument(
+                "storage_options apply to object-store URLs (s3://, gs://, az://, https://); the source names local files".into(),
+            ),
+        ));
+    }
+    object::configure_all(&remote, &options.0).map_err(crate::error::to_py_err)
+}

@@ -27,7 +27,7 @@ use crate::index::column_values::leaves_named;
 use crate::index::locator::{locators, Granularity};
 use crate::index::probe::FileIndexes;
 use crate::index::units::{check_spans, WHOLE_FILE};
-use crate::io::LocalFile;
+use crate::io::StorageFile;
 use crate::metadata::MetadataCache;
 use crate::predicate::bind::bind_column;
 use crate::predicate::{BindSchema, Column};
@@ -374,7 +374,8 @@ fn certain_rows(scan: &Scan, warnings: &mut Vec<String>) -> Result<(Vec<RowRange
             None => out.extend(units.iter().map(|u| u.ranges.clone())),
             Some(p) => {
                 let md = file.reader_metadata.metadata();
-                let local = LocalFile::open_expecting(&file.path, &file.identity, scan.io.clone())?;
+                let local =
+                    StorageFile::open_expecting(&file.path, &file.identity, scan.io.clone())?;
                 let mut indexes = FileIndexes::new(&local, md);
                 for u in units {
                     let rg = u.row_group;
@@ -413,7 +414,7 @@ fn load_index(file: &PlannedFile, col: &Column, scan: &Scan) -> Result<Option<Ag
     let Some(l) = found.first() else {
         return Ok(None);
     };
-    let f = LocalFile::open_expecting(&file.path, &file.identity, scan.io.clone())?;
+    let f = StorageFile::open_expecting(&file.path, &file.identity, scan.io.clone())?;
     let body_end = footer_start(&f)?;
     let index = AggregatesIndex::decode(&l.read_payload(&f, body_end)?)?;
     check_spans(&index.spans, md)?;

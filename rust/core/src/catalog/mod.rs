@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::index::bloom::{BloomBuilder, BloomIndex};
 use crate::index::column_values::{for_each_page, leaves_named};
 use crate::index::locator::Granularity;
-use crate::io::{FileIdentity, IoStats, LocalFile};
+use crate::io::{FileIdentity, IoStats, StorageFile};
 use crate::metadata::MetadataCache;
 use crate::predicate::bind::bind_column;
 use crate::predicate::expr::Predicate;
@@ -63,6 +63,7 @@ pub struct CatalogEntry {
     pub mtime_ns: i64,
     pub ino: u64,
     pub ctime_ns: i64,
+    pub etag: Option<String>,
     pub num_rows: i64,
     pub num_row_groups: i32,
     /// The footer and page index, as `ParquetMetaDataWriter` writes them.
@@ -77,6 +78,7 @@ impl CatalogEntry {
             && self.mtime_ns == id.mtime_ns
             && self.ino == id.ino
             && self.ctime_ns == id.ctime_ns
+            && self.etag == id.etag
     }
 
     /// The file's metadata, page index included.
@@ -477,7 +479,7 @@ pub fn summarise(
     columns: &[CatalogColumn],
     cache: &MetadataCache,
 ) -> Result<CatalogEntry> {
-    let file = LocalFile::open(path, Arc::new(IoStats::default()))?;
+    let file = StorageFile::open(path, Arc::new(IoStats::default()))?;
     let id = file.identity().as_ref().clone();
     let (md, _) = cache.get(&file, true)?;
     let mut footer = Vec::new();
@@ -564,6 +566,7 @@ pub fn summarise(
         mtime_ns: id.mtime_ns,
         ino: id.ino,
         ctime_ns: id.ctime_ns,
+        etag: id.etag.clone(),
         num_rows: md.file_metadata().num_rows(),
         num_row_groups: md.num_row_groups() as i32,
         footer: Bytes::from(footer),

@@ -137,6 +137,9 @@ pub fn to_batch(columns: &[CatalogColumn], entries: &[CatalogEntry]) -> Result<R
         Arc::new(Int64Array::from_iter_values(
             entries.iter().map(|e| e.ctime_ns),
         )),
+        Arc::new(StringArray::from_iter(
+            entries.iter().map(|e| e.etag.as_deref()),
+        )),
         Arc::new(Int64Array::from_iter_values(
             entries.iter().map(|e| e.num_rows),
         )),
@@ -248,6 +251,9 @@ pub fn entries_from_batch(
     let mtime = get("mtime_ns")?;
     let ino = get("ino")?;
     let ctime = get("ctime_ns")?;
+    // Catalogs written before objects were read have no ETag column.
+    let etags = batch.column_by_name("etag").cloned();
+    let etags = etags.as_ref().and_then(|c| c.as_string_opt::<i32>());
     let rows = get("num_rows")?;
     let rgs = get("num_row_groups")?;
     let footer = get("footer")?;
@@ -308,6 +314,9 @@ pub fn entries_from_batch(
             mtime_ns: mtime.value(r),
             ino: ino.value(r),
             ctime_ns: ctime.value(r),
+            etag: etags
+                .filter(|e| e.is_valid(r))
+                .map(|e| e.value(r).to_string()),
             num_rows: rows.value(r),
             num_row_groups: rgs.value(r),
             footer: Bytes::copy_from_slice(footer.value(r)),

@@ -9,7 +9,7 @@ use crate::index::hash::hash_bytes;
 use crate::index::hll::{HllIndex, Sketch, DEFAULT_PRECISION};
 use crate::index::locator::locators;
 use crate::index::units::check_spans;
-use crate::io::{IoStats, LocalFile};
+use crate::io::{IoStats, StorageFile};
 use crate::metadata::MetadataCache;
 use crate::source::list_source;
 
@@ -36,7 +36,7 @@ pub fn approx_distinct(
     let mut total = Sketch::new(DEFAULT_PRECISION);
     let mut files_read = 0;
     for f in &listing.files {
-        let file = LocalFile::open(&f.path, io.clone())?;
+        let file = StorageFile::open(&f.path, io.clone())?;
         let (md, _) = cache.get(&file, false)?;
         let body_end = crate::append::footer_start(&file)?;
         let from_index = locators(md.file_metadata().key_value_metadata())

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::index::container::{block_checksum, decode_block, IndexKind, BLOCK_VERSION};
-use crate::io::LocalFile;
+use crate::io::StorageFile;
 
 pub const KEY_PREFIX: &str = "pqindex.index.";
 
@@ -47,7 +47,7 @@ impl Locator {
     }
 
     /// Read and check the block this locator names; `body_end` is where the footer starts.
-    pub fn read_payload(&self, file: &LocalFile, body_end: u64) -> Result<Vec<u8>> {
+    pub fn read_payload(&self, file: &StorageFile, body_end: u64) -> Result<Vec<u8>> {
         let kind = IndexKind::from_name(&self.kind)
             .ok_or_else(|| Error::InvalidIndex(format!("unknown index kind {:?}", self.kind)))?;
         if self.version != BLOCK_VERSION {

@@ -21,7 +21,7 @@ use crate::index::distinct::DistinctHeader;
 use crate::index::hash::leaf_hashes;
 use crate::index::locator::{locators, Granularity, Locator};
 use crate::index::units::{check_spans, UnitSpan, WHOLE_FILE};
-use crate::io::LocalFile;
+use crate::io::StorageFile;
 use crate::predicate::expr::Predicate;
 use crate::prune::bloom::{is_probe, leaf_may_match};
 use crate::prune::plan::has_page_index;
@@ -90,7 +90,7 @@ struct Entry {
 
 /// The embedded indexes of one file, read on demand.
 pub struct FileIndexes<'a> {
-    file: &'a LocalFile,
+    file: &'a StorageFile,
     md: &'a ParquetMetaData,
     entries: Vec<Entry>,
     body_end: Option<u64>,
@@ -101,7 +101,7 @@ pub struct FileIndexes<'a> {
 impl<'a> FileIndexes<'a> {
     /// The usable-looking indexes the footer declares; entries that do not parse are
     /// reported at once.
-    pub fn new(file: &'a LocalFile, md: &'a ParquetMetaData) -> Self {
+    pub fn new(file: &'a StorageFile, md: &'a ParquetMetaData) -> Self {
         let mut warnings = Vec::new();
         let mut entries = Vec::new();
         // Page bounds from an embedded index serve files without a page index; elsewhere

@@ -15,7 +15,7 @@ use crate::index::distinct;
 use crate::index::hll::HllIndex;
 use crate::index::locator::{locators, Locator};
 use crate::index::units::{check_spans, UnitSpan};
-use crate::io::{IoStats, LocalFile};
+use crate::io::{IoStats, StorageFile};
 use crate::metadata::read_footer;
 
 /// The outcome of checking one footer entry.
@@ -27,7 +27,7 @@ pub struct Checked {
 
 /// Check every `pqindex.index.*` entry of the file at `path`.
 pub fn verify(path: &str) -> Result<Vec<Checked>> {
-    let file = LocalFile::open(path, Arc::new(IoStats::default()))?;
+    let file = StorageFile::open(path, Arc::new(IoStats::default()))?;
     let md = read_footer(&file)?;
     let body_end = crate::append::footer_start(&file)?;
     Ok(locators(md.file_metadata().key_value_metadata())
@@ -50,7 +50,7 @@ pub fn verify(path: &str) -> Result<Vec<Checked>> {
         .collect())
 }
 
-fn check(file: &LocalFile, md: &ParquetMetaData, l: &Locator, body_end: u64) -> Result<()> {
+fn check(file: &StorageFile, md: &ParquetMetaData, l: &Locator, body_end: u64) -> Result<()> {
     let payload = l.read_payload(file, body_end)?;
     let spans: Vec<UnitSpan> = match IndexKind::from_name(&l.kind) {
         Some(IndexKind::Bloom) => BloomIndex::decode(&payload)?.spans,

@@ -1,6 +1,10 @@
-//! Storage access: file identity and positional reads that count what they fetch.
+//! Storage access: file identity, and ranged reads of local files and objects that count
+//! what they fetch.
 
 pub mod coalesce;
-pub mod local;
+pub mod file;
+pub mod identity;
+pub mod object;
 
-pub use local::{FileIdentity, IoStats, LocalFile};
+pub use file::StorageFile;
+pub use identity::{FileIdentity, IoStats};

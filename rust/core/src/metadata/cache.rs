@@ -10,7 +10,7 @@ use lru::LruCache;
 use parquet::file::metadata::ParquetMetaData;
 
 use crate::error::Result;
-use crate::io::{FileIdentity, LocalFile};
+use crate::io::{FileIdentity, StorageFile};
 use crate::metadata::footer::{load_page_index, read_footer};
 
 pub const DEFAULT_CAPACITY: usize = 256 * 1024 * 1024;
@@ -79,7 +79,7 @@ impl MetadataCache {
     /// cache when the cached entry belongs to this very version of the file.
     pub fn get(
         &self,
-        file: &LocalFile,
+        file: &StorageFile,
         page_index: bool,
     ) -> Result<(Arc<ParquetMetaData>, LoadOutcome)> {
         let key = file.path().to_string();

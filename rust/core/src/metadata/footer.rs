@@ -1,4 +1,4 @@
-//! Reading a footer with one speculative tail read, and the page index with one more.
+//! Reading a footer with one speculative tail read, and the page index with at most one more.
 //!
 //! Lengths in the footer come from disk: every one is checked against the file size before
 //! anything is allocated, and a parser panic on hostile bytes becomes an `InvalidFile`.
@@ -9,14 +9,12 @@ use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
 use crate::error::{Error, Result};
-use crate::io::LocalFile;
+use crate::io::StorageFile;
 
-/// Most footers fit in this many bytes, so one read usually fetches the whole footer.
-const TAIL_HINT: u64 = 64 * 1024;
 const MAGIC: &[u8; 4] = b"PAR1";
 
 /// Read and parse the footer of `file` (without the page index).
-pub fn read_footer(file: &LocalFile) -> Result<ParquetMetaData> {
+pub fn read_footer(file: &StorageFile) -> Result<ParquetMetaData> {
     let path = file.path();
     let size = file.identity().size;
     if size < 12 {
@@ -25,8 +23,11 @@ pub fn read_footer(file: &LocalFile) -> Result<ParquetMetaData> {
             format!("not a Parquet file: {size} bytes is too small to hold a footer"),
         ));
     }
-    let tail_len = size.min(TAIL_HINT);
+    // One read of the file's tail usually holds the whole footer; it is kept, so a page
+    // index or index block inside it costs no second request.
+    let tail_len = size.min(file.footer_hint());
     let tail = file.read_range(size - tail_len, tail_len as usize)?;
+    file.keep([(size - tail_len, tail.clone())]);
     let end = &tail[tail.len() - 8..];
     if &end[4..] != MAGIC {
         if &end[4..] == b"PARE" {
@@ -61,7 +62,7 @@ pub fn read_footer(file: &LocalFile) -> Result<ParquetMetaData> {
 
 /// Add the page index (ColumnIndex and OffsetIndex) to `metadata`, with one read of the
 /// range that holds all of them. Files written without one are returned unchanged.
-pub fn load_page_index(file: &LocalFile, metadata: &ParquetMetaData) -> Result<ParquetMetaData> {
+pub fn load_page_index(file: &StorageFile, metadata: &ParquetMetaData) -> Result<ParquetMetaData> {
     let path = file.path();
     guarded(path, || {
         let mut reader = ParquetMetaDataReader::new_with_metadata(metadata.clone())

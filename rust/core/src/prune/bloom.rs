@@ -10,7 +10,7 @@ use parquet::bloom_filter::Sbbf;
 use parquet::file::metadata::ColumnChunkMetaData;
 
 use crate::error::{Error, Result};
-use crate::io::LocalFile;
+use crate::io::StorageFile;
 use crate::predicate::expr::{CmpOp, ColumnRef, Predicate};
 use crate::predicate::value::{Domain, IntKind, Value};
 use crate::prune::bloom_header::parse_bloom_header;
@@ -22,7 +22,7 @@ const HEADER_GUESS: u64 = 64;
 
 /// Read the bloom filter of a column chunk, if it has one. Offsets and lengths are checked
 /// against the file before anything is read or allocated.
-pub fn read_bloom(file: &LocalFile, chunk: &ColumnChunkMetaData) -> Result<Option<Sbbf>> {
+pub fn read_bloom(file: &StorageFile, chunk: &ColumnChunkMetaData) -> Result<Option<Sbbf>> {
     let Some(offset) = chunk.bloom_filter_offset() else {
         return Ok(None);
     };

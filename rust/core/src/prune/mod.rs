@@ -4,6 +4,7 @@
 pub mod bloom;
 pub mod bloom_header;
 pub mod certain;
+pub mod fetch;
 pub mod page;
 pub mod plan;
 pub mod row_ranges;

@@ -11,12 +11,12 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 use crate::catalog::{Catalog, Lookup};
 use crate::error::{Error, Result};
 use crate::index::probe::{FileIndexes, LeafVerdict};
-use crate::io::{FileIdentity, IoStats, LocalFile};
+use crate::io::{FileIdentity, IoStats, StorageFile};
 use crate::metadata::MetadataCache;
 use crate::predicate::expr::Predicate;
 use crate::predicate::value::Value;
 use crate::prune::row_ranges::RowRanges;
-use crate::prune::{bloom, page, stats};
+use crate::prune::{bloom, fetch, page, stats};
 
 /// A file the scan will read, with what the reader needs to open it safely.
 #[derive(Debug)]
@@ -119,6 +119,8 @@ pub struct PlanContext<'a> {
     pub catalog: Option<&'a Catalog>,
     /// The dataset's Parquet schema (physical types for catalog bloom probes).
     pub descr: &'a parquet::schema::types::SchemaDescriptor,
+    /// A file already opened (the one the schema came from), with the bytes it fetched.
+    pub opened: Option<&'a StorageFile>,
 }
 
 /// Plan one file: partition values, then row groups, then pages.
@@ -198,7 +200,10 @@ pub fn plan_file(
             Lookup::Changed | Lookup::Unknown => m.files_not_in_catalog = 1,
         }
     }
-    let file = LocalFile::open(path, ctx.io.clone())?;
+    let file = match ctx.opened {
+        Some(f) if f.path() == path && f.identity().as_ref() == listed => f.clone(),
+        _ => StorageFile::open_listed(path, listed, ctx.io.clone())?,
+    };
     let (md, outcome) = ctx.cache.get(&file, false)?;
     if outcome.footer_hit {
         m.footer_cache_hits += 1;
@@ -220,6 +225,11 @@ pub fn plan_file(
             }
         }
         candidates.push(rg);
+    }
+    if let Some(pred) = predicate.as_ref().filter(|_| !candidates.is_empty()) {
+        let leaves: Vec<usize> = pred.columns().iter().filter_map(|c| c.leaf).collect();
+        let page_index = has_page_index(&md) && md.offset_index().is_none();
+        fetch::prefetch_for_planning(&file, &md, &leaves, &candidates, page_index)?;
     }
     let mut indexes = FileIndexes::new(&file, &md);
     let mut verdicts: Vec<(*const Predicate, LeafVerdict)> = Vec::new();

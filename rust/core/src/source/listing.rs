@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use arrow_schema::Field;
 
 use crate::error::{Error, Result};
-use crate::io::FileIdentity;
+use crate::io::{object, FileIdentity};
 use crate::predicate::value::Value;
 use crate::source::partition::{infer_partitions, parse_hive_segment};
 
@@ -26,6 +26,8 @@ pub struct SourceFile {
 pub struct Listing {
     pub files: Vec<SourceFile>,
     pub partition_fields: Vec<Field>,
+    /// Requests the listing made of an object store (none for local files).
+    pub requests: u64,
 }
 
 /// Expand `paths`. A single directory gets hive partition columns from `key=value`
@@ -37,6 +39,9 @@ pub fn list_source(paths: &[String]) -> Result<Listing> {
     let mut found: Vec<(String, Vec<(String, String)>)> = Vec::new();
     let mut identities: Vec<FileIdentity> = Vec::new();
     let single_dir = paths.len() == 1 && Path::new(&paths[0]).is_dir();
+    if paths.iter().any(|p| object::is_remote(p)) {
+        return list_objects(paths);
+    }
     for p in paths {
         let path = Path::new(p);
         let md = std::fs::metadata(path).map_err(|e| Error::io(p, e))?;
@@ -66,6 +71,14 @@ pub fn list_source(paths: &[String]) -> Result<Listing> {
             identities.push(FileIdentity::of_metadata(p, &md));
         }
     }
+    finish(found, identities, 0)
+}
+
+fn finish(
+    found: Vec<(String, Vec<(String, String)>)>,
+    identities: Vec<FileIdentity>,
+    requests: u64,
+) -> Result<Listing> {
     let (partition_fields, values) = infer_partitions(&found)?;
     Ok(Listing {
         files: found
@@ -79,7 +92,78 @@ pub fn list_source(paths: &[String]) -> Result<Listing> {
             })
             .collect(),
         partition_fields,
+        requests,
     })
+}
+
+/// Expand object-store URLs: a prefix lists every object below it (one paged LIST), an
+/// object names itself. The rules are the local ones, applied to key segments.
+fn list_objects(paths: &[String]) -> Result<Listing> {
+    let mut found: Vec<(String, Vec<(String, String)>)> = Vec::new();
+    let mut identities: Vec<FileIdentity> = Vec::new();
+    let single = paths.len() == 1;
+    let mut requests = 0;
+    for p in paths {
+        if !object::is_remote(p) {
+            return Err(Error::Source(format!(
+                "{p}: a source mixes local paths and object-store URLs"
+            )));
+        }
+        let loc = object::locate(p)?;
+        let below = loc.list()?;
+        // S3 returns at most 1,000 keys per listing page.
+        requests += 1 + below.len().saturating_sub(1) as u64 / 1000;
+        if below.is_empty() {
+            // Not a prefix: the object itself, or nothing.
+            requests += 1;
+            identities.push(loc.head()?);
+            found.push((loc.url.clone(), Vec::new()));
+            continue;
+        }
+        refuse_table_format_keys(p, below.iter().map(|(rel, _)| rel.as_str()))?;
+        let before = found.len();
+        for (rel, identity) in below {
+            let segments: Vec<&str> = rel.split('/').collect();
+            if segments.iter().any(|s| is_hidden(s)) {
+                continue;
+            }
+            let parts = if single {
+                segments[..segments.len() - 1]
+                    .iter()
+                    .filter_map(|d| parse_hive_segment(d))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            found.push((identity.path.clone(), parts));
+            identities.push(identity);
+        }
+        if found.len() == before {
+            return Err(Error::Source(format!(
+                "{p}: no data objects below this prefix (names starting with '_' or '.' are skipped)"
+            )));
+        }
+    }
+    finish(found, identities, requests)
+}
+
+/// The object-store form of `refuse_table_formats`, on the keys a listing returned.
+fn refuse_table_format_keys<'a>(root: &str, keys: impl Iterator<Item = &'a str>) -> Result<()> {
+    for k in keys {
+        if k.starts_with("_delta_log/") {
+            return Err(Error::Source(format!(
+                "{root} is a Delta Lake table: its prefix holds removed and uncommitted files, so it cannot be read as loose Parquet files; read it through Delta instead"
+            )));
+        }
+        if k.starts_with("metadata/")
+            && (k.ends_with(".metadata.json") || k.ends_with("version-hint.text"))
+        {
+            return Err(Error::Source(format!(
+                "{root} is an Iceberg table: its data prefix holds files of old snapshots, so it cannot be read as loose Parquet files; read it through Iceberg instead"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn is_hidden(name: &str) -> bool {

@@ -1,0 +1,341 @@
+//! One version of one data file, local or in an object store, read by byte ranges.
+//!
+//! Local files use positional reads (`pread`): many threads share a descriptor without a
+//! seek position. Objects are read with ranged GETs that name the ETag the plan saw. Both
+//! keep the ranges fetched ahead (`prefetch`) in memory, so the footer's tail, the page
+//! index, embedded indexes and the pages of a row group arrive in few requests, and every
+//! later read inside them is a slice. Every request is counted, so `bytes_read` and
+//! `requests` report what storage really served.
+
+use std::fs::File;
+use std::io::Read;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, RwLock};
+
+use bytes::{Buf, Bytes};
+use parquet::errors::ParquetError;
+use parquet::file::reader::{ChunkReader, Length};
+
+use crate::error::{Error, Result};
+use crate::io::coalesce::coalesce_ranges;
+use crate::io::object::{self, ObjectLocation};
+use crate::io::{FileIdentity, IoStats};
+
+#[derive(Debug, Clone)]
+enum Backend {
+    Local(Arc<File>),
+    Object(Arc<ObjectLocation>),
+}
+
+/// An open file whose identity was fixed when it was opened.
+#[derive(Debug, Clone)]
+pub struct StorageFile {
+    backend: Backend,
+    identity: Arc<FileIdentity>,
+    stats: Arc<IoStats>,
+    /// Fetched ranges by start offset, disjoint and sorted.
+    buffers: Arc<RwLock<Vec<(u64, Bytes)>>>,
+}
+
+/// Local reads closer than this are merged: a page header or index block a few KB past a
+/// read is cheaper to take along than to ask for again.
+const LOCAL_GAP: u64 = 64 * 1024;
+/// Local footers mostly fit in this many bytes.
+const LOCAL_FOOTER_HINT: u64 = 64 * 1024;
+
+impl StorageFile {
+    fn with_backend(backend: Backend, identity: FileIdentity, stats: Arc<IoStats>) -> Self {
+        StorageFile {
+            backend,
+            identity: Arc::new(identity),
+            stats,
+            buffers: Arc::new(RwLock::new(Vec::new())),
+        }
+    }
+
+    /// Open `path` as it is now. A local file's identity comes from the open descriptor
+    /// (not a second `stat` of the path, which could name another file by then); an
+    /// object's from one HEAD request.
+    pub fn open(path: &str, stats: Arc<IoStats>) -> Result<Self> {
+        if object::is_remote(path) {
+            let loc = object::locate(path)?;
+            let identity = loc.head()?;
+            stats.record(0);
+            return Ok(Self::with_backend(
+                Backend::Object(Arc::new(loc)),
+                identity,
+                stats,
+            ));
+        }
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let md = file.metadata().map_err(|e| Error::io(path, e))?;
+        if md.is_dir() {
+            return Err(Error::invalid_file(
+                path,
+                "is a directory, not a Parquet file",
+            ));
+        }
+        Ok(Self::with_backend(
+            Backend::Local(Arc::new(file)),
+            FileIdentity::of_metadata(path, &md),
+            stats,
+        ))
+    }
+
+    /// Open the version of `path` a listing or a plan saw. A local file is opened and
+    /// checked against it; an object is not asked at all: every read names the expected
+    /// ETag, so a replaced object fails its first read with `FileChanged`.
+    pub fn open_expecting(
+        path: &str,
+        expected: &FileIdentity,
+        stats: Arc<IoStats>,
+    ) -> Result<Self> {
+        if object::is_remote(path) {
+            let loc = object::locate(path)?;
+            return Ok(Self::with_backend(
+                Backend::Object(Arc::new(loc)),
+                expected.clone(),
+                stats,
+            ));
+        }
+        let file = Self::open(path, stats)?;
+        if let Some(what) = file.identity.difference(expected) {
+            return Err(Error::FileChanged {
+                path: path.to_string(),
+                what: what.to_string(),
+            });
+        }
+        Ok(file)
+    }
+
+    /// Open a file a listing found. A local file is opened as it is now (planning records
+    /// what it read); an object as the listing saw it, which costs no request.
+    pub fn open_listed(path: &str, listed: &FileIdentity, stats: Arc<IoStats>) -> Result<Self> {
+        if object::is_remote(path) {
+            Self::open_expecting(path, listed, stats)
+        } else {
+            Self::open(path, stats)
+        }
+    }
+
+    pub fn identity(&self) -> &Arc<FileIdentity> {
+        &self.identity
+    }
+
+    pub fn path(&self) -> &str {
+        &self.identity.path
+    }
+
+    pub fn stats(&self) -> &Arc<IoStats> {
+        &self.stats
+    }
+
+    pub fn is_remote(&self) -> bool {
+        matches!(self.backend, Backend::Object(_))
+    }
+
+    /// Ranges closer than this are worth one request.
+    pub fn coalesce_gap(&self) -> u64 {
+        match &self.backend {
+            Backend::Local(_) => LOCAL_GAP,
+            Backend::Object(o) => o.store.settings.coalesce_gap,
+        }
+    }
+
+    /// How much of the end of the file to fetch when looking for the footer.
+    pub fn footer_hint(&self) -> u64 {
+        match &self.backend {
+            Backend::Local(_) => LOCAL_FOOTER_HINT,
+            Backend::Object(o) => o.store.settings.footer_hint,
+        }
+    }
+
+    fn check_bounds(&self, start: u64, length: u64) -> Result<()> {
+        match start.checked_add(length) {
+            Some(end) if end <= self.identity.size => Ok(()),
+            _ => Err(Error::invalid_file(
+                self.path(),
+                format!(
+                    "a read of {length} bytes at offset {start} goes past the end of the file ({} bytes)",
+                    self.identity.size
+                ),
+            )),
+        }
+    }
+
+    fn buffered(&self, start: u64, length: usize) -> Option<Bytes> {
+        let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
+        let idx = buffers.partition_point(|(s, _)| *s <= start);
+        let (buf_start, buf) = buffers.get(idx.checked_sub(1)?)?;
+        let offset = (start - buf_start) as usize;
+        let end = offset.checked_add(length)?;
+        (end <= buf.len()).then(|| buf.slice(offset..end))
+    }
+
+    /// The bytes from `start` to the end of the fetched range holding it, if any.
+    fn buffered_from(&self, start: u64) -> Option<Bytes> {
+        let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
+        let idx = buffers.partition_point(|(s, _)| *s <= start);
+        let (buf_start, buf) = buffers.get(idx.checked_sub(1)?)?;
+        let offset = (start - buf_start) as usize;
+        (offset < buf.len()).then(|| buf.slice(offset..))
+    }
+
+    /// Read exactly `length` bytes at `start`, from memory when prefetched. Offsets and
+    /// lengths come from metadata that may be damaged or hostile: ranges past the end of
+    /// the file are refused before anything is allocated.
+    pub fn read_range(&self, start: u64, length: usize) -> Result<Bytes> {
+        self.check_bounds(start, length as u64)?;
+        if let Some(b) = self.buffered(start, length) {
+            return Ok(b);
+        }
+        self.fetch(start..start + length as u64)
+    }
+
+    /// One request for `range`, not kept.
+    fn fetch(&self, range: Range<u64>) -> Result<Bytes> {
+        let length = (range.end - range.start) as usize;
+        let bytes = match &self.backend {
+            Backend::Local(file) => {
+                let mut buf = vec![0u8; length];
+                file.read_exact_at(&mut buf, range.start)
+                    .map_err(|e| Error::io(self.path(), e))?;
+                Bytes::from(buf)
+            }
+            Backend::Object(o) => o.get_range(self.identity.etag.as_deref(), range.clone())?,
+        };
+        self.stats.record_read(self.path(), range);
+        Ok(bytes)
+    }
+
+    /// Fetch `ranges` (merged across the store's gap) and keep them, so later reads inside
+    /// them cost nothing. Object requests run concurrently.
+    pub fn prefetch(&self, ranges: Vec<Range<u64>>) -> Result<()> {
+        self.prefetch_with_gap(ranges, self.coalesce_gap())
+    }
+
+    pub fn prefetch_with_gap(&self, ranges: Vec<Range<u64>>, gap: u64) -> Result<()> {
+        let mut todo = Vec::new();
+        for r in coalesce_ranges(ranges, gap) {
+            self.check_bounds(r.start, r.end - r.start)?;
+            if self.buffered(r.start, (r.end - r.start) as usize).is_none() {
+                todo.push(r);
+            }
+        }
+        if todo.is_empty() {
+            return Ok(());
+        }
+        let fetched: Vec<Bytes> = match &self.backend {
+            Backend::Local(_) => todo
+                .iter()
+                .map(|r| self.fetch(r.clone()))
+                .collect::<Result<_>>()?,
+            Backend::Object(o) => {
+                let got = o.get_ranges(self.identity.etag.as_deref(), &todo)?;
+                for r in &todo {
+                    self.stats.record_read(self.path(), r.clone());
+                }
+                got
+            }
+        };
+        self.keep(todo.into_iter().map(|r| r.start).zip(fetched));
+        Ok(())
+    }
+
+    /// Keep fetched ranges; one that overlaps a kept range replaces nothing (both hold the
+    /// same bytes of the same version), so overlaps are dropped.
+    pub fn keep(&self, fetched: impl IntoIterator<Item = (u64, Bytes)>) {
+        let mut buffers = self.buffers.write().unwrap_or_else(|e| e.into_inner());
+        for (start, bytes) in fetched {
+            let end = start + bytes.len() as u64;
+            let overlaps = buffers
+                .iter()
+                .any(|(s, b)| *s < end && start < s + b.len() as u64);
+            if overlaps {
+                buffers.retain(|(s, b)| !(start <= *s && s + b.len() as u64 <= end));
+                if buffers
+                    .iter()
+                    .any(|(s, b)| *s < end && start < s + b.len() as u64)
+                {
+                    continue;
+                }
+            }
+            buffers.push((start, bytes));
+        }
+        buffers.sort_by_key(|(s, _)| *s);
+    }
+
+    /// Drop prefetched bytes (a long-lived handle should not pin a row group's pages).
+    pub fn forget_prefetched(&self) {
+        self.buffers
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+}
+
+impl Length for StorageFile {
+    fn len(&self) -> u64 {
+        self.identity.size
+    }
+}
+
+impl ChunkReader for StorageFile {
+    type T = SequentialRead;
+
+    /// Readers stream page headers a few bytes at a time (files without an OffsetIndex):
+    /// inside a prefetched range they read memory; elsewhere each refill is one request.
+    fn get_read(&self, start: u64) -> parquet::errors::Result<SequentialRead> {
+        Ok(SequentialRead {
+            file: self.clone(),
+            pos: start,
+            buf: self.buffered_from(start).unwrap_or_default(),
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        self.read_range(start, length).map_err(ParquetError::from)
+    }
+}
+
+/// A `Read` at a position of its own, served from prefetched bytes when it can be.
+pub struct SequentialRead {
+    file: StorageFile,
+    pos: u64,
+    buf: Bytes,
+}
+
+/// Bytes one refill of a sequential read fetches from an object store.
+const OBJECT_REFILL: u64 = 256 * 1024;
+
+impl Read for SequentialRead {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if self.buf.is_empty() {
+            let remaining = self.file.identity.size.saturating_sub(self.pos);
+            if remaining == 0 || out.is_empty() {
+                return Ok(0);
+            }
+            match &self.file.backend {
+                Backend::Local(f) => {
+                    let want = out.len().min(remaining.min(usize::MAX as u64) as usize);
+                    let n = f.read_at(&mut out[..want], self.pos)?;
+                    self.pos += n as u64;
+                    self.file.stats.record(n as u64);
+                    return Ok(n);
+                }
+                Backend::Object(_) => {
+                    let want = remaining.min((out.len() as u64).max(OBJECT_REFILL));
+                    self.buf = self
+                        .file
+                        .fetch(self.pos..self.pos + want)
+                        .map_err(std::io::Error::other)?;
+                }
+            }
+        }
+        let n = out.len().min(self.buf.len());
+        self.buf.copy_to_slice(&mut out[..n]);
+        self.pos += n as u64;
+        Ok(n)
+    }
+}

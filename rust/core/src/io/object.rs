@@ -1,0 +1,474 @@
+//! Object stores (S3 and S3-compatible, GCS, Azure, HTTP) through the `object_store` crate.
+//!
+//! Every request is a round trip of tens of milliseconds, so callers fetch few, large
+//! ranges: the footer with a suffix-sized hint, then coalesced ranges issued concurrently
+//! with a bound on how many are in flight. Reads name the ETag the plan saw (`If-Match`), so
+//! an object replaced after planning fails the read instead of mixing two versions.
+//!
+//! Stores are configured per bucket (`configure`), the way delta-rs and obstore take
+//! `storage_options`; a bucket never configured is reached with the environment's settings
+//! and the provider's standard credential chain.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use object_store::aws::AmazonS3Builder;
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::http::HttpBuilder;
+use object_store::path::Path as ObjectPath;
+use object_store::{
+    ClientConfigKey, GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreScheme, RetryConfig,
+};
+use url::Url;
+
+use crate::error::{Error, Result};
+use crate::io::FileIdentity;
+
+/// How reads from one store are shaped. Set with `storage_options` keys of the same names.
+#[derive(Debug, Clone)]
+pub struct ReadSettings {
+    /// Requests one scan may have in flight at once.
+    pub max_in_flight: usize,
+    /// Ranges closer than this are fetched as one request: on an object store a request
+    /// costs as much as reading about a megabyte.
+    pub coalesce_gap: u64,
+    /// Bytes fetched from the end of an object to find its footer; big enough to take most
+    /// footers and their page index in the same request.
+    pub footer_hint: u64,
+}
+
+impl Default for ReadSettings {
+    fn default() -> Self {
+        ReadSettings {
+            max_in_flight: 16,
+            coalesce_gap: 1024 * 1024,
+            footer_hint: 512 * 1024,
+        }
+    }
+}
+
+/// One configured store: a bucket, container or HTTP host.
+#[derive(Debug)]
+pub struct Store {
+    pub inner: Arc<dyn ObjectStore>,
+    pub settings: ReadSettings,
+}
+
+/// An object named by a URL: its store and its key in the store.
+#[derive(Debug, Clone)]
+pub struct ObjectLocation {
+    pub store: Arc<Store>,
+    pub key: ObjectPath,
+    /// The URL as the caller spelled it (`s3a://` stays `s3a://`).
+    pub url: String,
+}
+
+/// Whether `path` names an object in a store rather than a local file.
+pub fn is_remote(path: &str) -> bool {
+    match path.split_once("://") {
+        Some((scheme, _)) => {
+            scheme != "file"
+                && !scheme.is_empty()
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '-' || c == '.')
+        }
+        None => false,
+    }
+}
+
+/// The registry key of the store holding `url`: scheme and authority, with `s3a` read as `s3`.
+fn store_key(url: &Url) -> String {
+    let scheme = match url.scheme() {
+        "s3a" => "s3",
+        s => s,
+    };
+    format!("{scheme}://{}", url.authority())
+}
+
+fn parse_url(path: &str) -> Result<Url> {
+    Url::parse(path).map_err(|e| Error::InvalidArgument(format!("{path}: not a valid URL: {e}")))
+}
+
+fn registry() -> &'static Mutex<HashMap<String, Arc<Store>>> {
+    static STORES: std::sync::OnceLock<Mutex<HashMap<String, Arc<Store>>>> =
+        std::sync::OnceLock::new();
+    STORES.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Set the options for the store holding `url` (its bucket, container or host). Later
+/// reads of any object in that store use them. Options the store does not know are
+/// refused rather than ignored: a misspelt endpoint would otherwise reach AWS.
+pub fn configure(url: &str, options: &[(String, String)]) -> Result<()> {
+    let parsed = parse_url(url)?;
+    let store = Arc::new(build_store(&parsed, options)?);
+    registry()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(store_key(&parsed), store);
+    Ok(())
+}
+
+/// `configure` each store that `urls` name, once.
+pub fn configure_all(urls: &[&str], options: &[(String, String)]) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for u in urls {
+        if seen.insert(store_key(&parse_url(u)?)) {
+            configure(u, options)?;
+        }
+    }
+    Ok(())
+}
+
+/// The store and key of `url`, configured from the environment on first use.
+pub fn locate(url: &str) -> Result<ObjectLocation> {
+    let parsed = parse_url(url)?;
+    let key = store_key(&parsed);
+    let store = {
+        let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
+        match reg.get(&key) {
+            Some(s) => s.clone(),
+            None => {
+                let s = Arc::new(build_store(&parsed, &[])?);
+                reg.insert(key, s.clone());
+                s
+            }
+        }
+    };
+    let (_, path) = ObjectStoreScheme::parse(&parsed)
+        .map_err(|e| Error::InvalidArgument(format!("{url}: {e}")))?;
+    Ok(ObjectLocation {
+        store,
+        key: path,
+        url: url.trim_end_matches('/').to_string(),
+    })
+}
+
+fn option_error(key: &str, value: &str, e: impl std::fmt::Display) -> Error {
+    Error::InvalidArgument(format!("storage option {key}={value:?}: {e}"))
+}
+
+fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
+    let mut settings = ReadSettings::default();
+    let mut retry = RetryConfig {
+        max_retries: 5,
+        retry_timeout: Duration::from_secs(60),
+        ..RetryConfig::default()
+    };
+    let mut passed: Vec<(String, String)> = Vec::new();
+    for (k, v) in options {
+        let key = k.to_ascii_lowercase();
+        let number = || v.parse::<u64>().map_err(|e| option_error(k, v, e));
+        match key.as_str() {
+            "max_in_flight" => settings.max_in_flight = number()?.clamp(1, 1024) as usize,
+            "coalesce_gap" => settings.coalesce_gap = number()?,
+            "footer_hint" => settings.footer_hint = number()?.max(8),
+            "max_retries" => retry.max_retries = number()? as usize,
+            "retry_timeout" => {
+                let secs = v.parse::<f64>().map_err(|e| option_error(k, v, e))?;
+                if !(secs.is_finite() && secs >= 0.0) {
+                    return Err(option_error(k, v, "not a number of seconds"));
+                }
+                retry.retry_timeout = Duration::from_secs_f64(secs);
+            }
+            _ => passed.push((key, v.clone())),
+        }
+    }
+    let (scheme, _) =
+        ObjectStoreScheme::parse(url).map_err(|e| Error::InvalidArgument(format!("{url}: {e}")))?;
+    let unknown = |k: &str| {
+        Error::InvalidArgument(format!(
+            "unknown storage option {k:?} for {}:// (see the object_store configuration keys)",
+            url.scheme()
+        ))
+    };
+    let inner: Arc<dyn ObjectStore> = match scheme {
+        ObjectStoreScheme::AmazonS3 => {
+            let mut b = AmazonS3Builder::from_env().with_url(url.as_str());
+            for (k, v) in &passed {
+                let key = k.parse().map_err(|_| unknown(k))?;
+                b = b.with_config(key, v);
+            }
+            // A plain-HTTP endpoint (MinIO, a local test server) is what the caller asked
+            // for by naming it.
+            let endpoint = passed
+                .iter()
+                .find(|(k, _)| k.contains("endpoint") && !k.contains("sts"))
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
+            if endpoint.is_some_and(|e| e.starts_with("http://")) {
+                b = b.with_allow_http(true);
+            }
+            Arc::new(b.with_retry(retry).build().map_err(store_error(url))?)
+        }
+        ObjectStoreScheme::GoogleCloudStorage => {
+            let mut b = GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
+            for (k, v) in &passed {
+                b = b.with_config(k.parse().map_err(|_| unknown(k))?, v);
+            }
+            Arc::new(b.with_retry(retry).build().map_err(store_error(url))?)
+        }
+        ObjectStoreScheme::MicrosoftAzure => {
+            let mut b = MicrosoftAzureBuilder::from_env().with_url(url.as_str());
+            for (k, v) in &passed {
+                b = b.with_config(k.parse().map_err(|_| unknown(k))?, v);
+            }
+            Arc::new(b.with_retry(retry).build().map_err(store_error(url))?)
+        }
+        ObjectStoreScheme::Http => {
+            let base = &url[..url::Position::BeforePath];
+            let mut b = HttpBuilder::new().with_url(base);
+            for (k, v) in &passed {
+                let key: ClientConfigKey = k.parse().map_err(|_| unknown(k))?;
+                b = b.with_config(key, v);
+            }
+            Arc::new(b.with_retry(retry).build().map_err(store_error(url))?)
+        }
+        other => {
+            return Err(Error::unsupported(format!(
+                "{url}: {other:?} URLs are not read through an object store; give a local path"
+            )))
+        }
+    };
+    Ok(Store { inner, settings })
+}
+
+fn store_error(url: &Url) -> impl Fn(object_store::Error) -> Error + '_ {
+    move |e| Error::InvalidArgument(format!("{url}: {e}"))
+}
+
+/// Turn a store failure on `url` into the error kind a caller can act on.
+pub fn map_error(url: &str, e: object_store::Error) -> Error {
+    use std::io::ErrorKind;
+    let io = |kind: ErrorKind, e: object_store::Error| Error::Io {
+        path: url.to_string(),
+        source: std::io::Error::new(kind, e),
+    };
+    match e {
+        object_store::Error::NotFound { .. } => Error::NotFound {
+            path: url.to_string(),
+        },
+        object_store::Error::Precondition { .. } | object_store::Error::NotModified { .. } => {
+            Error::FileChanged {
+                path: url.to_string(),
+                what: "ETag".to_string(),
+            }
+        }
+        e @ (object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. }) => io(ErrorKind::PermissionDenied, e),
+        e => io(ErrorKind::Other, e),
+    }
+}
+
+/// The runtime every object-store request runs on. A child process (Spark forks its Python
+/// workers) cannot use its parent's runtime threads, so it builds its own.
+fn runtime() -> Arc<tokio::runtime::Runtime> {
+    static RT: Mutex<Option<(u32, Arc<tokio::runtime::Runtime>)>> = Mutex::new(None);
+    let mut rt = RT.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    match rt.as_ref() {
+        Some((p, r)) if *p == pid => r.clone(),
+        _ => {
+            if let Some(old) = rt.take() {
+                // Its worker threads do not exist in this process; dropping it would wait
+                // for them.
+                std::mem::forget(old);
+            }
+            let r = Arc::new(
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("pqindex-io")
+                    .enable_all()
+                    .build()
+                    .expect("a tokio runtime can be built"),
+            );
+            *rt = Some((pid, r.clone()));
+            r
+        }
+    }
+}
+
+/// Run `f` on the I/O runtime and wait for it.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    runtime().block_on(f)
+}
+
+impl ObjectLocation {
+    pub fn identity_of(&self, meta: &ObjectMeta) -> FileIdentity {
+        FileIdentity {
+            path: self.url.clone(),
+            size: meta.size,
+            mtime_ns: meta.last_modified.timestamp_nanos_opt().unwrap_or_default(),
+            ino: 0,
+            ctime_ns: 0,
+            etag: meta.e_tag.clone().or_else(|| meta.version.clone()),
+        }
+    }
+
+    /// The object's identity, from one HEAD request.
+    pub fn head(&self) -> Result<FileIdentity> {
+        let opts = GetOptions {
+            head: true,
+            ..GetOptions::default()
+        };
+        let r = block_on(self.store.inner.get_opts(&self.key, opts))
+            .map_err(|e| map_error(&self.url, e))?;
+        Ok(self.identity_of(&r.meta))
+    }
+
+    /// Every object below this location (as a directory), with keys relative to it.
+    pub fn list(&self) -> Result<Vec<(String, FileIdentity)>> {
+        let prefix = (!self.key.as_ref().is_empty()).then_some(&self.key);
+        let metas: Vec<ObjectMeta> = block_on(self.store.inner.list(prefix).try_collect())
+            .map_err(|e| map_error(&self.url, e))?;
+        let base = self.key.as_ref();
+        let mut out = Vec::with_capacity(metas.len());
+        for m in metas {
+            let full = m.location.as_ref();
+            let rel = if base.is_empty() {
+                full
+            } else {
+                match full.strip_prefix(base).and_then(|r| r.strip_prefix('/')) {
+                    Some(r) => r,
+                    None => continue,
+                }
+            };
+            let child = ObjectLocation {
+                store: self.store.clone(),
+                key: m.location.clone(),
+                url: format!("{}/{}", self.url, rel),
+            };
+            out.push((rel.to_string(), child.identity_of(&m)));
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    fn get_options(&self, etag: Option<&str>, range: GetRange) -> GetOptions {
+        GetOptions {
+            if_match: etag.map(str::to_string),
+            range: Some(range),
+            ..GetOptions::default()
+        }
+    }
+
+    /// Exactly `range` of the version named by `etag`. A short answer is an error, never
+    /// a shorter buffer.
+    pub async fn get_range_async(&self, etag: Option<&str>, range: Range<u64>) -> Result<Bytes> {
+        let want = range.end - range.start;
+        let opts = self.get_options(etag, GetRange::Bounded(range.clone()));
+        let r = self
+            .store
+            .inner
+            .get_opts(&self.key, opts)
+            .await
+            .map_err(|e| map_error(&self.url, e))?;
+        let bytes = r.bytes().await.map_err(|e| map_error(&self.url, e))?;
+        if bytes.len() as u64 != want {
+            return Err(Error::invalid_file(
+                &self.url,
+                format!(
+                    "the store returned {} bytes for a read of {want} bytes at offset {} (a truncated response, or an object shorter than listed)",
+                    bytes.len(),
+                    range.start
+                ),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    pub fn get_range(&self, etag: Option<&str>, range: Range<u64>) -> Result<Bytes> {
+        block_on(self.get_range_async(etag, range))
+    }
+
+    /// Fetch every range, at most `max_in_flight` requests at a time; results in order.
+    pub fn get_ranges(&self, etag: Option<&str>, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let n = self.store.settings.max_in_flight;
+        block_on(
+            futures::stream::iter(ranges.iter().cloned())
+                .map(|r| self.get_range_async(etag, r))
+                .buffered(n)
+                .try_collect(),
+        )
+    }
+
+    /// Replace the object with `data` in one put (multipart above a part size): readers
+    /// see the old object or the new one.
+    pub fn put(&self, data: Bytes) -> Result<FileIdentity> {
+        use object_store::ObjectStoreExt;
+        const PART: usize = 16 * 1024 * 1024;
+        let store = &self.store.inner;
+        let r = if data.len() <= PART {
+            block_on(store.put(&self.key, data.into())).map_err(|e| map_error(&self.url, e))?
+        } else {
+            block_on(async {
+                let mut up = store.put_multipart(&self.key).await?;
+                let mut start = 0;
+                while start < data.len() {
+                    let end = (start + PART).min(data.len());
+                    if let Err(e) = up.put_part(data.slice(start..end).into()).await {
+                        let _ = up.abort().await;
+                        return Err(e);
+                    }
+                    start = end;
+                }
+                up.complete().await
+            })
+            .map_err(|e| map_error(&self.url, e))?
+        };
+        let _ = r;
+        self.head()
+    }
+
+    /// The whole object.
+    pub fn get_all(&self, etag: Option<&str>, size: u64) -> Result<Bytes> {
+        if size == 0 {
+            return Ok(Bytes::new());
+        }
+        self.get_range(etag, 0..size)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tells_urls_from_paths() {
+        assert!(is_remote("s3://b/k"));
+        assert!(is_remote("s3a://b/k"));
+        assert!(is_remote("gs://b/k"));
+        assert!(is_remote("https://h/x.parquet"));
+        assert!(!is_remote("/tmp/x.parquet"));
+        assert!(!is_remote("file:///tmp/x"));
+        assert!(!is_remote("dir/a://b"));
+    }
+
+    #[test]
+    fn refuses_unknown_options() {
+        let e = configure(
+            "s3://bucket-for-options",
+            &[("endpont".into(), "http://x".into())],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("endpont"), "{e}");
+        let e = configure(
+            "s3://bucket-for-options",
+            &[("max_in_flight".into(), "x".into())],
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)));
+    }
+
+    #[test]
+    fn s3a_shares_the_s3_store() {
+        let a = store_key(&Url::parse("s3a://bkt/x").unwrap());
+        let b = store_key(&Url::parse("s3://bkt/y").unwrap());
+        assert_eq!(a, b);
+    }
+}

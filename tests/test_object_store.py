@@ -1,0 +1,256 @@
+"""Reading Parquet from an S3-compatible store: moto's server on loopback, behind a proxy that
+counts requests (and adds latency or faults where a test asks).
+
+DuckDB reading the same files locally is the referee for rows; the proxy's count is the
+referee for ``metrics()["requests"]``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pqindex
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from datagen import make_pruning_table, write_pyarrow_hive
+from s3server import S3Server, s3_server
+from test_differential import duckdb_table
+
+BUCKET = "lake"
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[S3Server]:
+    pytest.importorskip("moto.server")
+    with s3_server() as server:
+        server.client().create_bucket(Bucket=BUCKET)
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def _cold_cache() -> None:
+    pqindex.clear_metadata_cache()
+
+
+def upload_dir(s3: S3Server, local: Path, prefix: str) -> None:
+    client = s3.client()
+    for root, _, files in os.walk(local):
+        for name in files:
+            path = Path(root, name)
+            key = f"{prefix}/{path.relative_to(local).as_posix()}"
+            client.upload_file(str(path), BUCKET, key)
+
+
+@pytest.fixture(scope="module")
+def hive(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """A hive-partitioned dataset (with _SUCCESS, .crc, _temporary and hidden junk) on the
+    store and on disk."""
+    local = tmp_path_factory.mktemp("hive")
+    write_pyarrow_hive(make_pruning_table(6000), str(local), seed=3)
+    upload_dir(s3, local, "hive")
+    return f"s3://{BUCKET}/hive/", local
+
+
+@pytest.fixture(scope="module")
+def sorted_file(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """One file sorted on ``id``, with small pages and a page index."""
+    path = tmp_path_factory.mktemp("sorted") / "sorted.parquet"
+    pq.write_table(
+        make_pruning_table(200_000),
+        path,
+        row_group_size=50_000,
+        max_rows_per_page=2_000,
+        write_batch_size=1_000,
+        write_page_index=True,
+    )
+    s3.client().upload_file(str(path), BUCKET, "sorted/part-0.parquet")
+    return f"s3://{BUCKET}/sorted/", path
+
+
+PREDICATES = [
+    None,
+    "id = 4321",
+    "id BETWEEN 100 AND 900 OR h IN (2, 4, 7)",
+    "part = 'b' AND id > 5000",
+    "payload IN ('row-12', 'row-4000') OR payload >= 'row-999'",
+    "id IS NULL",
+]
+
+
+@pytest.mark.parametrize("where", PREDICATES)
+def test_rows_match_duckdb_and_the_local_scan(
+    s3: S3Server, hive: tuple[str, Path], where: str | None, duckdb_con: Any
+) -> None:
+    url, local = hive
+    got = pqindex.scan(url, where=where, storage_options=s3.options()).to_arrow()
+    files = sorted(str(p) for p in local.glob("part=*/*.parquet"))
+    sql = f"SELECT * FROM read_parquet({files!r}, hive_partitioning = true)"
+    if where:
+        sql += f" WHERE {where}"
+    want = duckdb_table(duckdb_con, sql)
+    key = [("id", "ascending")]
+    assert got.num_rows == want.num_rows
+    assert got.sort_by(key).column("id").to_pylist() == want.sort_by(key).column("id").to_pylist()
+    assert got.sort_by(key).column("part").to_pylist() == [
+        str(v) for v in want.sort_by(key).column("part").to_pylist()
+    ]
+    local_scan = pqindex.scan(str(local), where=where).to_arrow()
+    assert got.sort_by(key).equals(local_scan.sort_by(key))
+
+
+def test_point_lookup_requests(s3: S3Server, sorted_file: tuple[str, Path]) -> None:
+    """Cold: the listing, one suffix read (footer and page index), one data read. Warm
+    metadata: the listing and the data read. The store's count agrees with metrics()."""
+    url, _ = sorted_file
+    opts = s3.options()
+    s3.proxy.reset()
+    scan = pqindex.scan(url, where="id = 123456", storage_options=opts)
+    assert scan.to_arrow().column("id").to_pylist() == [123456]
+    m = scan.metrics()
+    assert m["requests"] == s3.proxy.requests
+    assert m["list_requests"] == 1
+    assert m["requests"] - m["list_requests"] <= 3
+    assert m["footers_read"] == 1
+
+    s3.proxy.reset()
+    warm = pqindex.scan(url, where="id = 123457", storage_options=opts)
+    assert warm.to_arrow().column("id").to_pylist() == [123457]
+    w = warm.metrics()
+    assert w["footer_cache_hits"] == 1
+    assert w["requests"] == s3.proxy.requests
+    assert w["requests"] - w["list_requests"] == 1
+    assert "requests" in warm.explain()
+
+
+def test_a_range_reads_only_its_pages(s3: S3Server, sorted_file: tuple[str, Path]) -> None:
+    url, local = sorted_file
+    scan = pqindex.scan(url, where="id BETWEEN 1000 AND 1999", storage_options=s3.options())
+    assert scan.to_arrow().num_rows == 1000
+    assert scan.metrics()["bytes_read"] < os.path.getsize(local) / 2
+
+
+def test_s3a_urls_and_single_objects(s3: S3Server, sorted_file: tuple[str, Path]) -> None:
+    opts = s3.options()
+    one = f"s3a://{BUCKET}/sorted/part-0.parquet"
+    assert pqindex.scan(one, where="id = 7", storage_options=opts).to_arrow().num_rows == 1
+    both = [one, f"s3://{BUCKET}/sorted/part-0.parquet"]
+    assert pqindex.scan(both, where="id = 7", storage_options=opts).to_arrow().num_rows == 2
+
+
+def test_aggregate_and_metadata(s3: S3Server, sorted_file: tuple[str, Path]) -> None:
+    url, _ = sorted_file
+    opts = s3.options()
+    a = pqindex.aggregate(url, "count(*), sum(id)", where="id < 1000", storage_options=opts)
+    assert a.to_arrow().to_pylist() == [{"count(*)": 1000, "sum(id)": Decimal(499500)}]
+    md = pqindex.read_metadata(f"{url}part-0.parquet", storage_options=opts)
+    assert md.num_rows == 200_000
+
+
+def test_a_replaced_object_is_never_read_with_a_stale_plan(s3: S3Server, tmp_path: Path) -> None:
+    path = tmp_path / "v.parquet"
+    pq.write_table(pa.table({"x": list(range(1000))}), path)
+    client = s3.client()
+    client.upload_file(str(path), BUCKET, "replaced/v.parquet")
+    opts = s3.options()
+    scan = pqindex.scan(f"s3://{BUCKET}/replaced/", where="x = 5", storage_options=opts)
+    pq.write_table(pa.table({"x": list(range(5, 2000))}), path)
+    client.upload_file(str(path), BUCKET, "replaced/v.parquet")
+    with pytest.raises(pqindex.FileChangedError, match="ETag"):
+        scan.to_arrow()
+    # A new scan sees the new object, and the cached footer of the old one is not used.
+    again = pqindex.scan(f"s3://{BUCKET}/replaced/", where="x < 7", storage_options=opts)
+    assert again.to_arrow().column("x").to_pylist() == [5, 6]
+    assert again.metrics()["footer_cache_hits"] == 0
+
+
+def test_missing_objects_and_bad_options(s3: S3Server) -> None:
+    opts = s3.options()
+    with pytest.raises(pqindex.NotFoundError):
+        pqindex.scan(f"s3://{BUCKET}/nothing/here.parquet", storage_options=opts)
+    with pytest.raises(pqindex.InvalidArgumentError, match="endpont"):
+        pqindex.scan(f"s3://{BUCKET}/x/", storage_options={"endpont": "http://x"})
+    with pytest.raises(pqindex.InvalidArgumentError, match="object-store"):
+        pqindex.scan(__file__, storage_options=opts)
+    with pytest.raises(TypeError):
+        pqindex.scan(f"s3://{BUCKET}/x/", storage_options={"max_retries": [1]})
+
+
+def _http_error(status: int, code: str) -> bytes:
+    body = f"<Error><Code>{code}</Code><Message>{code}</Message></Error>".encode()
+    return (
+        f"HTTP/1.1 {status} {code}\r\nContent-Type: application/xml\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode() + body
+
+
+class Faults:
+    """Answer the first ``count`` GETs of data with ``response`` instead of the store."""
+
+    def __init__(self, response: bytes, count: int) -> None:
+        self.response, self.left, self.lock = response, count, threading.Lock()
+
+    def __call__(self, request: bytes) -> bytes | None:
+        if not request.startswith(b"GET ") or b"list-type" in request.split(b"\r\n")[0]:
+            return None
+        with self.lock:
+            if self.left == 0:
+                return None
+            self.left -= 1
+        return self.response
+
+
+@pytest.fixture
+def faults(s3: S3Server) -> Iterator[S3Server]:
+    yield s3
+    s3.proxy.fault = None
+
+
+def test_transient_errors_are_retried(faults: S3Server, sorted_file: tuple[str, Path]) -> None:
+    url, _ = sorted_file
+    faults.proxy.fault = Faults(_http_error(503, "SlowDown"), count=2)
+    scan = pqindex.scan(url, where="id = 99", storage_options=faults.options())
+    assert scan.to_arrow().column("id").to_pylist() == [99]
+
+
+def test_persistent_errors_give_up_within_bounds(
+    faults: S3Server, sorted_file: tuple[str, Path]
+) -> None:
+    url, _ = sorted_file
+    faults.proxy.fault = Faults(_http_error(500, "InternalError"), count=1_000_000)
+    opts = faults.options(max_retries=2, retry_timeout=5)
+    started = time.monotonic()
+    with pytest.raises(pqindex.StorageError):
+        pqindex.scan(url, where="id = 99", storage_options=opts).to_arrow()
+    assert time.monotonic() - started < 30
+
+
+def test_access_denied_is_a_storage_error(faults: S3Server, sorted_file: tuple[str, Path]) -> None:
+    url, _ = sorted_file
+    faults.proxy.fault = Faults(_http_error(403, "AccessDenied"), count=1_000_000)
+    with pytest.raises(pqindex.StorageError, match=r"(?i)denied|forbidden|403"):
+        pqindex.scan(url, where="id = 1", storage_options=faults.options()).to_arrow()
+
+
+def test_truncated_responses_are_errors_or_retried(
+    faults: S3Server, sorted_file: tuple[str, Path]
+) -> None:
+    """A response whose body stops short: the read is retried or fails; it never returns
+    short bytes as if they were the range."""
+    url, _ = sorted_file
+    short = (
+        b"HTTP/1.1 206 Partial Content\r\nContent-Length: 100000\r\n"
+        b"Content-Range: bytes 0-99999/100000\r\nConnection: close\r\n\r\nPAR1"
+    )
+    faults.proxy.fault = Faults(short, count=1)
+    try:
+        rows = pqindex.scan(url, where="id = 5", storage_options=faults.options()).to_arrow()
+    except pqindex.PqindexError:
+        return
+    assert rows.column("id").to_pylist() == [5]
