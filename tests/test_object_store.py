@@ -254,3 +254,52 @@ def test_truncated_responses_are_errors_or_retried(
     except pqindex.PqindexError:
         return
     assert rows.column("id").to_pylist() == [5]
+
+
+@pytest.mark.spark
+def test_spark_reads_objects_in_executors(spark: Any, s3: S3Server, hive: tuple[str, Path]) -> None:
+    """Executors read the selected pages from the store; Spark needs no s3a connector."""
+    import pqindex.spark
+
+    url, local = hive
+    where = "id BETWEEN 100 AND 2500 AND part <> 'a'"
+    plan = pqindex.spark.plan(
+        spark,
+        url.replace("s3://", "s3a://"),
+        where,
+        ["id", "payload", "part"],
+        driver_read_bytes=0,
+        storage_options=s3.options(),
+    )
+    got = plan.to_df().toArrow()
+    want = pqindex.scan(str(local), where=where, columns=["id", "payload", "part"]).to_arrow()
+    key = [("id", "ascending")]
+    assert got.sort_by(key).to_pylist() == want.sort_by(key).to_pylist()
+    assert plan.predicate == where
+    assert plan.executor_metrics()["requests"] > 0
+
+
+@pytest.mark.spark
+def test_spark_takes_credentials_from_s3a_settings(
+    spark: Any, s3: S3Server, sorted_file: tuple[str, Path]
+) -> None:
+    import pqindex.spark
+
+    url, _ = sorted_file
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    settings = {
+        "fs.s3a.access.key": "testing",
+        "fs.s3a.secret.key": "testing",
+        "fs.s3a.endpoint": s3.proxy.endpoint.removeprefix("http://"),
+        "fs.s3a.connection.ssl.enabled": "false",
+        "fs.s3a.path.style.access": "true",
+        "fs.s3a.endpoint.region": "us-east-1",
+    }
+    for k, v in settings.items():
+        conf.set(k, v)
+    try:
+        df = pqindex.spark.read(spark, url.replace("s3://", "s3a://"), "id IN (3, 150000)")
+        assert sorted(r.id for r in df.collect()) == [3, 150000]
+    finally:
+        for k in settings:
+            conf.unset(k)

@@ -9,18 +9,24 @@ file's units together so an executor reads each footer once. Each partition carr
 units as a small Arrow IPC blob; executors rebuild the scan from it and stream the rows,
 failing the task if a file changed since planning. Spark's own condition is then applied to
 those rows, so results are exactly Spark's whatever the translation could express.
+
+Object-store sources (``s3a://``, ``s3://``, ``gs://``, ...) are read by pqindex alone, on
+the driver and in executors, so Spark needs no s3a connector: the schema comes from pqindex,
+a SQL ``where`` is pushed as written, and credentials come from ``storage_options`` or the
+session's ``fs.s3a.*`` settings.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pqindex
 from pqindex.spark._arrow import arrow_schema, conform
 from pqindex.spark._filters import pushed_predicate
+from pqindex.spark._storage import is_remote, storage_options_for
 
 #: Plans that fetch less than this (estimated compressed bytes of the selected pages) are
 #: read on the driver and handed to Spark with ``createDataFrame``: below it, starting a job
@@ -64,10 +70,22 @@ class SparkScan:
         batch_size: int = 65536,
         driver_read_bytes: int = DRIVER_READ_BYTES,
         partitions: int | None = None,
+        storage_options: Mapping[str, Any] | None = None,
     ) -> None:
         self._spark = spark
         self._paths = _paths(source)
-        base = spark.read.parquet(*self._paths)
+        self._storage_options = storage_options_for(spark, self._paths, storage_options)
+        if is_remote(self._paths):
+            # Spark's own reader may lack an s3a connector here: the schema comes from
+            # pqindex, and a SQL `where` is pushed as written.
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            import pyarrow as pa
+
+            probe = pqindex.scan(self._paths, storage_options=self._storage_options)
+            base = spark.createDataFrame([], from_arrow_schema(pa.schema(probe)))
+        else:
+            base = spark.read.parquet(*self._paths)
         filtered = base.where(where) if where is not None else base
         self._where = where
         self._columns = list(columns) if columns is not None else list(base.columns)
@@ -78,16 +96,35 @@ class SparkScan:
             if name not in needed:
                 needed.append(name)
         self._read_schema = base.select(*needed).schema
-        self.predicate = pushed_predicate(spark, filtered) if where is not None else None
-        self._plan = pqindex.scan(
-            self._paths, where=self.predicate, columns=needed, batch_size=batch_size
-        )
+        if where is None:
+            self.predicate = None
+        elif is_remote(self._paths):
+            self.predicate = where if isinstance(where, str) else None
+        else:
+            self.predicate = pushed_predicate(spark, filtered)
+        try:
+            self._plan = self._scan(needed, batch_size)
+        except (pqindex.PredicateError, pqindex.UnsupportedError):
+            if not is_remote(self._paths):
+                raise
+            # SQL text pqindex does not read the way Spark does: Spark's condition alone.
+            self.predicate = None
+            self._plan = self._scan(needed, batch_size)
         self._units = self._plan.units()
         self.selected_bytes = int(sum(self._units.column("selected_bytes").to_pylist()))
         self.on_driver = self.selected_bytes < driver_read_bytes
         self._partitions = partitions
         self._batch_size = batch_size
         self._accumulator: Any = None
+
+    def _scan(self, columns: list[str], batch_size: int) -> pqindex.Scan:
+        return pqindex.scan(
+            self._paths,
+            where=self.predicate,
+            columns=columns,
+            batch_size=batch_size,
+            storage_options=self._storage_options,
+        )
 
     def to_df(self) -> Any:
         """The DataFrame of the matching rows (built once; reading happens on actions)."""
@@ -121,6 +158,7 @@ class SparkScan:
         self._accumulator = sc.accumulator({}, _metrics_param())
         read = _ReadUnits(
             catalog=self._plan.catalog_root,
+            storage_options=self._storage_options,
             now_ns=self._plan.now_ns,
             where=self.predicate,
             columns=list(self._read_schema.fieldNames()),
@@ -177,6 +215,7 @@ class _ReadUnits:
     """The function ``mapInArrow`` runs in executors: one row per group of units."""
 
     catalog: str | None
+    storage_options: dict[str, Any] | None
     now_ns: int
     where: str | None
     columns: list[str]
@@ -199,6 +238,7 @@ class _ReadUnits:
                     columns=self.columns,
                     batch_size=self.batch_size,
                     catalog=self.catalog,
+                    storage_options=self.storage_options,
                 )
                 for out in pa.RecordBatchReader.from_stream(scan):
                     yield conform(out, self.target)
