@@ -303,3 +303,32 @@ def test_spark_takes_credentials_from_s3a_settings(
     finally:
         for k in settings:
             conf.unset(k)
+
+
+def test_write_and_index_objects(s3: S3Server) -> None:
+    """pqindex.write and add_indexes on s3:// replace the object in one put; reads use the
+    embedded index."""
+    opts = s3.options()
+    url = f"s3://{BUCKET}/written/w.parquet"
+    table = make_pruning_table(30_000)
+    pqindex.write(table, url, row_group_size=10_000, storage_options=opts)
+    got = pqindex.scan(url, where="h = 20", storage_options=opts).to_arrow()
+    assert got.to_pylist() == table.filter(pa.compute.equal(table["h"], 20)).to_pylist()
+
+    report = pqindex.add_indexes(url, [pqindex.DistinctIndex("payload")], storage_options=opts)
+    assert [i["kind"] for i in report["indexes"]] == ["distinct"]
+    assert report["bytes_after"] > report["bytes_before"]
+    listed = pqindex.list_indexes(url, storage_options=opts)
+    assert [i["columns"] for i in listed] == [["payload"]]
+    absent = pqindex.scan(url, where="payload = 'row-12345x'", storage_options=opts)
+    assert absent.to_arrow().num_rows == 0
+    assert absent.metrics()["files_pruned_by_index"] == 1
+
+    dropped = pqindex.drop_indexes(url, storage_options=opts)
+    assert dropped["indexes"] == []
+    assert pqindex.list_indexes(url, storage_options=opts) == []
+
+    with_index = f"s3://{BUCKET}/written/with-index.parquet"
+    pqindex.write(table, with_index, indexes=[pqindex.BloomIndex("h")], storage_options=opts)
+    assert [i["kind"] for i in pqindex.list_indexes(with_index, storage_options=opts)] == ["bloom"]
+    assert pqindex.scan(with_index, where="h = 21", storage_options=opts).to_arrow().num_rows == 0

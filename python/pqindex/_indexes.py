@@ -9,10 +9,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pqindex import _native
 from pqindex._errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from pqindex._native import StorageOptions
 
 Granularity = Literal["file", "row_group", "page"]
 _GRANULARITIES = ("file", "row_group", "page")
@@ -119,17 +122,26 @@ def _specs(indexes: Sequence[IndexDefinition]) -> list[tuple[str, str, str, floa
     return specs
 
 
-def add_indexes(path: Any, indexes: Sequence[IndexDefinition]) -> dict[str, Any]:
+def add_indexes(
+    path: Any,
+    indexes: Sequence[IndexDefinition],
+    *,
+    storage_options: StorageOptions | None = None,
+) -> dict[str, Any]:
     """Build ``indexes`` over the Parquet file at ``path`` and embed them.
 
     Data pages are never re-encoded: the file's Parquet bytes are copied beside it with the
     new index area and footer, then renamed over it, so ``path`` always holds either the old
     file or the new one. Returns the indexes now in the file, the sizes before and after,
     and the seconds taken.
+
+    An object (``s3://...``) cannot be changed in place: it is copied to a local working
+    file, indexed there and uploaded as a new object that replaces it in one put. If the
+    object was replaced meanwhile, the upload is refused (``FileChangedError``).
     """
     specs = _specs(indexes)
     start = time.perf_counter()
-    report: dict[str, Any] = _native.add_indexes(path, specs)
+    report: dict[str, Any] = _native.add_indexes(path, specs, storage_options=storage_options)
     report["seconds"] = time.perf_counter() - start
     return report
 
@@ -140,6 +152,7 @@ def drop_indexes(
     kind: str | None = None,
     columns: Sequence[str] | None = None,
     granularity: str | None = None,
+    storage_options: StorageOptions | None = None,
 ) -> dict[str, Any]:
     """Remove the embedded indexes matching every given filter (all when none is given)."""
     start = time.perf_counter()
@@ -148,6 +161,7 @@ def drop_indexes(
         kind=kind,
         columns=None if columns is None else list(columns),
         granularity=granularity,
+        storage_options=storage_options,
     )
     report["seconds"] = time.perf_counter() - start
     return report

@@ -78,9 +78,8 @@ class SparkScan:
         if is_remote(self._paths):
             # Spark's own reader may lack an s3a connector here: the schema comes from
             # pqindex, and a SQL `where` is pushed as written.
-            from pyspark.sql.pandas.types import from_arrow_schema
-
             import pyarrow as pa
+            from pyspark.sql.pandas.types import from_arrow_schema
 
             probe = pqindex.scan(self._paths, storage_options=self._storage_options)
             base = spark.createDataFrame([], from_arrow_schema(pa.schema(probe)))

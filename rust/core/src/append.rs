@@ -42,6 +42,16 @@ pub struct AppendReport {
     pub bytes_after: u64,
 }
 
+impl AppendReport {
+    /// The report with messages about the working copy `local` naming `path` instead.
+    pub fn named(mut self, local: &str, path: &str) -> Self {
+        for m in &mut self.dropped_damaged {
+            *m = m.replace(local, path);
+        }
+        self
+    }
+}
+
 /// The indexes a file's footer declares (damaged entries are skipped).
 pub fn list_indexes(path: &str) -> Result<Vec<Locator>> {
     let file = StorageFile::open(path, Arc::new(IoStats::default()))?;

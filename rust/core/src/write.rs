@@ -119,6 +119,22 @@ pub fn write(
     path: &str,
     opts: &WriteOptions,
 ) -> Result<u64> {
+    if crate::io::object::is_remote(path) {
+        // Objects are written whole: a local file first, then one upload that makes it
+        // visible at once.
+        let obj = crate::io::object::locate(path)?;
+        let dir = std::env::temp_dir().join(format!(
+            "pqindex-write-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir.to_string_lossy(), e))?;
+        let local = dir.join("object.parquet");
+        let result = write(reader, &local.to_string_lossy(), opts)
+            .and_then(|rows| obj.upload(&local).map(|_| rows));
+        let _ = std::fs::remove_dir_all(&dir);
+        return result;
+    }
     let given = reader.schema();
     let schema = storable_schema(&given);
     let props = properties(&schema, opts)?;

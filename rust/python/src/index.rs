@@ -15,7 +15,7 @@ use pqindex_core::Error;
 
 use crate::error::IntoPyResult;
 use crate::runtime::run_blocking;
-use crate::source::Source;
+use crate::source::{configure_storage, Source, StorageOptions};
 
 fn one_path(source: Source, what: &str) -> PyResult<String> {
     let [path]: [String; 1] = source
@@ -77,11 +77,14 @@ fn report<'py>(py: Python<'py>, path: &str, r: &AppendReport) -> PyResult<Bound<
 
 /// Build and embed indexes; `specs` are (kind, column, granularity, fpp) tuples.
 #[pyfunction]
+#[pyo3(signature = (path, specs, *, storage_options=None))]
 pub fn add_indexes<'py>(
     py: Python<'py>,
     path: Source,
     specs: Vec<(String, String, String, f64)>,
+    storage_options: Option<StorageOptions>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    configure_storage(&path.0, storage_options.as_ref())?;
     let path = one_path(path, "add_indexes")?;
     let specs = specs
         .into_iter()
@@ -102,14 +105,16 @@ pub fn add_indexes<'py>(
 
 /// Remove the indexes matching every given filter (all of them when none is given).
 #[pyfunction]
-#[pyo3(signature = (path, *, kind=None, columns=None, granularity=None))]
+#[pyo3(signature = (path, *, kind=None, columns=None, granularity=None, storage_options=None))]
 pub fn drop_indexes<'py>(
     py: Python<'py>,
     path: Source,
     kind: Option<String>,
     columns: Option<Vec<String>>,
     granularity: Option<String>,
+    storage_options: Option<StorageOptions>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    configure_storage(&path.0, storage_options.as_ref())?;
     let path = one_path(path, "drop_indexes")?;
     let g = granularity
         .as_deref()
@@ -130,7 +135,13 @@ pub fn drop_indexes<'py>(
 
 /// The indexes a file's footer declares.
 #[pyfunction]
-pub fn list_indexes<'py>(py: Python<'py>, path: Source) -> PyResult<Bound<'py, PyList>> {
+#[pyo3(signature = (path, *, storage_options=None))]
+pub fn list_indexes<'py>(
+    py: Python<'py>,
+    path: Source,
+    storage_options: Option<StorageOptions>,
+) -> PyResult<Bound<'py, PyList>> {
+    configure_storage(&path.0, storage_options.as_ref())?;
     let path = one_path(path, "list_indexes")?;
     let listed = run_blocking(py, move |_| core_list(&path))?.py()?;
     let out = PyList::empty(py);

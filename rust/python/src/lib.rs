@@ -30,6 +30,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(metadata::set_metadata_cache_capacity, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::clear_metadata_cache, m)?)?;
     m.add_function(wrap_pyfunction!(write::write, m)?)?;
+    m.add_function(wrap_pyfunction!(write::upload, m)?)?;
     m.add_function(wrap_pyfunction!(index::add_indexes, m)?)?;
     m.add_function(wrap_pyfunction!(index::drop_indexes, m)?)?;
     m.add_function(wrap_pyfunction!(index::list_indexes, m)?)?;

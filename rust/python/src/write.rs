@@ -8,10 +8,10 @@ use pqindex_core::write::{write as write_file, WriteOptions};
 
 use crate::error::IntoPyResult;
 use crate::runtime::run_blocking;
-use crate::source::Source;
+use crate::source::{configure_storage, Source, StorageOptions};
 
 #[pyfunction]
-#[pyo3(signature = (data, path, *, row_group_size=None, page_row_limit=None, bloom_filter_columns=None, bloom_filter_fpp=0.01, compression="zstd".to_string()))]
+#[pyo3(signature = (data, path, *, row_group_size=None, page_row_limit=None, bloom_filter_columns=None, bloom_filter_fpp=0.01, compression="zstd".to_string(), storage_options=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write(
     py: Python<'_>,
@@ -22,7 +22,9 @@ pub fn write(
     bloom_filter_columns: Option<Vec<String>>,
     bloom_filter_fpp: f64,
     compression: String,
+    storage_options: Option<StorageOptions>,
 ) -> PyResult<()> {
+    configure_storage(&path.0, storage_options.as_ref())?;
     let [path]: [String; 1] = path
         .0
         .try_into()
@@ -37,5 +39,24 @@ pub fn write(
     };
     let reader = data.into_reader()?;
     run_blocking(py, move |_| write_file(reader, &path, &opts))?.py()?;
+    Ok(())
+}
+
+/// Upload the local file `local` as the object `url`, replacing it in one step.
+#[pyfunction]
+#[pyo3(signature = (local, url, *, storage_options=None))]
+pub fn upload(
+    py: Python<'_>,
+    local: String,
+    url: String,
+    storage_options: Option<StorageOptions>,
+) -> PyResult<()> {
+    configure_storage(std::slice::from_ref(&url), storage_options.as_ref())?;
+    run_blocking(py, move |_| {
+        pqindex_core::io::object::locate(&url)?
+            .upload(std::path::Path::new(&local))
+            .map(|_| ())
+    })?
+    .py()?;
     Ok(())
 }

@@ -144,12 +144,20 @@ pub fn build_indexes(path: &str, specs: &[IndexSpec]) -> Result<(FileIdentity, V
 /// Build `specs` over `path` and embed them, replacing indexes of the same identity. The
 /// file must not change between the build and the rewrite.
 pub fn add_indexes(path: &str, specs: &[IndexSpec]) -> Result<AppendReport> {
+    if crate::io::object::is_remote(path) {
+        let obj = crate::io::object::locate(path)?;
+        return obj.rewrite(|local| add_indexes(local, specs).map(|r| r.named(local, path)));
+    }
     let (identity, new) = build_indexes(path, specs)?;
     rewrite_indexes(path, new, &|_| false, Some(&identity))
 }
 
 /// Remove the indexes for which `drop` is true.
 pub fn drop_indexes(path: &str, drop: &dyn Fn(&Locator) -> bool) -> Result<AppendReport> {
+    if crate::io::object::is_remote(path) {
+        let obj = crate::io::object::locate(path)?;
+        return obj.rewrite(|local| drop_indexes(local, drop).map(|r| r.named(local, path)));
+    }
     rewrite_indexes(path, Vec::new(), drop, None)
 }
 

@@ -397,40 +397,155 @@ impl ObjectLocation {
         )
     }
 
-    /// Replace the object with `data` in one put (multipart above a part size): readers
-    /// see the old object or the new one.
-    pub fn put(&self, data: Bytes) -> Result<FileIdentity> {
+    /// Copy the object into `dest`, streaming; returns the identity of the version copied.
+    pub fn download(&self, dest: &std::path::Path) -> Result<FileIdentity> {
+        use std::io::Write;
+        let shown = dest.to_string_lossy().into_owned();
+        block_on(async {
+            let r = self
+                .store
+                .inner
+                .get_opts(&self.key, GetOptions::default())
+                .await
+                .map_err(|e| map_error(&self.url, e))?;
+            let identity = self.identity_of(&r.meta);
+            let mut out = std::io::BufWriter::new(
+                std::fs::File::create(dest).map_err(|e| Error::io(&shown, e))?,
+            );
+            let mut stream = r.into_stream();
+            let mut written = 0u64;
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| map_error(&self.url, e))?;
+                written += chunk.len() as u64;
+                out.write_all(&chunk).map_err(|e| Error::io(&shown, e))?;
+            }
+            out.flush().map_err(|e| Error::io(&shown, e))?;
+            if written != identity.size {
+                return Err(Error::invalid_file(
+                    &self.url,
+                    format!(
+                        "the store sent {written} of the object's {} bytes",
+                        identity.size
+                    ),
+                ));
+            }
+            Ok(identity)
+        })
+    }
+
+    /// Replace the object with the file at `src` in one upload (multipart above one part),
+    /// streamed from disk. S3 and its kin make the new object visible at once when the
+    /// upload completes: readers see the old object or the new one. A failed upload is
+    /// aborted and leaves the old object.
+    pub fn upload(&self, src: &std::path::Path) -> Result<FileIdentity> {
         use object_store::ObjectStoreExt;
+        use std::io::Read;
         const PART: usize = 16 * 1024 * 1024;
+        let shown = src.to_string_lossy().into_owned();
+        let mut file = std::fs::File::open(src).map_err(|e| Error::io(&shown, e))?;
+        let size = file.metadata().map_err(|e| Error::io(&shown, e))?.len();
         let store = &self.store.inner;
-        let r = if data.len() <= PART {
-            block_on(store.put(&self.key, data.into())).map_err(|e| map_error(&self.url, e))?
+        let read_part = |file: &mut std::fs::File| -> Result<Bytes> {
+            let mut buf = Vec::with_capacity(PART);
+            file.by_ref()
+                .take(PART as u64)
+                .read_to_end(&mut buf)
+                .map_err(|e| Error::io(&shown, e))?;
+            Ok(Bytes::from(buf))
+        };
+        if size <= PART as u64 {
+            let data = read_part(&mut file)?;
+            block_on(store.put(&self.key, data.into())).map_err(|e| map_error(&self.url, e))?;
         } else {
             block_on(async {
-                let mut up = store.put_multipart(&self.key).await?;
-                let mut start = 0;
-                while start < data.len() {
-                    let end = (start + PART).min(data.len());
-                    if let Err(e) = up.put_part(data.slice(start..end).into()).await {
+                let mut up = store
+                    .put_multipart(&self.key)
+                    .await
+                    .map_err(|e| map_error(&self.url, e))?;
+                let mut sent = 0u64;
+                while sent < size {
+                    let part = match read_part(&mut file) {
+                        Ok(p) if !p.is_empty() => p,
+                        Ok(_) => {
+                            let _ = up.abort().await;
+                            return Err(Error::invalid_file(
+                                &shown,
+                                "the file shrank while it was uploaded",
+                            ));
+                        }
+                        Err(e) => {
+                            let _ = up.abort().await;
+                            return Err(e);
+                        }
+                    };
+                    sent += part.len() as u64;
+                    if let Err(e) = up.put_part(part.into()).await {
                         let _ = up.abort().await;
-                        return Err(e);
+                        return Err(map_error(&self.url, e));
                     }
-                    start = end;
                 }
-                up.complete().await
-            })
-            .map_err(|e| map_error(&self.url, e))?
-        };
-        let _ = r;
+                up.complete().await.map_err(|e| map_error(&self.url, e))
+            })?;
+        }
         self.head()
     }
 
-    /// The whole object.
-    pub fn get_all(&self, etag: Option<&str>, size: u64) -> Result<Bytes> {
-        if size == 0 {
-            return Ok(Bytes::new());
+    /// Change the object through a local working copy: download it, let `edit` rewrite the
+    /// copy, and upload the result as the new object. The object must still be the version
+    /// downloaded when the upload starts; a concurrent replacement fails the edit
+    /// (`FileChanged`) instead of being overwritten.
+    pub fn rewrite<T>(&self, edit: impl FnOnce(&str) -> Result<T>) -> Result<T> {
+        let dir = tempfile_dir()?;
+        let name = self.key.filename().unwrap_or("object.parquet");
+        let local = dir.path().join(name);
+        let before = self.download(&local)?;
+        let out = edit(&local.to_string_lossy())?;
+        let now = self.head()?;
+        if let Some(what) = now.difference(&before) {
+            return Err(Error::FileChanged {
+                path: self.url.clone(),
+                what: what.to_string(),
+            });
         }
-        self.get_range(etag, 0..size)
+        self.upload(&local)?;
+        Ok(out)
+    }
+}
+
+/// A private scratch directory, removed when dropped.
+fn tempfile_dir() -> Result<TempDir> {
+    let base = std::env::temp_dir();
+    for attempt in 0..100u32 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let path = base.join(format!(
+            "pqindex-object-{}-{nanos}-{attempt}",
+            std::process::id()
+        ));
+        match std::fs::create_dir(&path) {
+            Ok(()) => return Ok(TempDir(path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::io(&path.to_string_lossy(), e)),
+        }
+    }
+    Err(Error::InvalidArgument(
+        "could not create a scratch directory".into(),
+    ))
+}
+
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
