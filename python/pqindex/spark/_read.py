@@ -214,13 +214,13 @@ class _ReadUnits:
     """The function ``mapInArrow`` runs in executors: one row per group of units."""
 
     catalog: str | None
-    storage_options: dict[str, Any] | None
     now_ns: int
     where: str | None
     columns: list[str]
     batch_size: int
     target: Any
     accumulator: Any
+    storage_options: dict[str, Any] | None = None
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
