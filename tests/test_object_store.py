@@ -332,3 +332,38 @@ def test_write_and_index_objects(s3: S3Server) -> None:
     pqindex.write(table, with_index, indexes=[pqindex.BloomIndex("h")], storage_options=opts)
     assert [i["kind"] for i in pqindex.list_indexes(with_index, storage_options=opts)] == ["bloom"]
     assert pqindex.scan(with_index, where="h = 21", storage_options=opts).to_arrow().num_rows == 0
+
+
+@pytest.mark.spark
+def test_spark_writes_and_indexes_objects(spark: Any, s3: S3Server) -> None:
+    """pqindex.spark.write to s3a:// uploads each task's file whole and _SUCCESS last;
+    build_indexes rewrites every object; a second write refuses a non-empty prefix."""
+    import pqindex.spark
+
+    opts = s3.options()
+    url = f"s3a://{BUCKET}/spark-out"
+    df = spark.range(0, 5000).selectExpr("id", "cast(id % 7 as string) as k").repartition(3)
+    report = pqindex.spark.write(df, url, partition_by=["k"], storage_options=opts)
+    assert sum(r["rows"] for r in report) == 5000
+    assert all(r["file"].startswith(url + "/k=") for r in report)
+    keys = {
+        o["Key"]
+        for o in s3.client().list_objects_v2(Bucket=BUCKET, Prefix="spark-out/")["Contents"]
+    }
+    assert "spark-out/_SUCCESS" in keys
+    with pytest.raises(pqindex.InvalidArgumentError, match="not empty"):
+        pqindex.spark.write(df, url, storage_options=opts)
+
+    built = pqindex.spark.build_indexes(
+        spark, url, [pqindex.DistinctIndex("id")], storage_options=opts
+    ).collect()
+    assert len(built) == len(report) and all(r.error is None for r in built)
+    scan = pqindex.scan(url, where="id = 4242 AND k = '0'", storage_options=opts)
+    assert scan.to_arrow().column("id").to_pylist() == [4242]
+    again = pqindex.spark.build_indexes(
+        spark, url, [pqindex.DistinctIndex("id")], storage_options=opts
+    ).collect()
+    assert all(r.skipped for r in again)
+
+    pqindex.spark.write(df.limit(10), url, mode="overwrite", storage_options=opts)
+    assert pqindex.scan(url, storage_options=opts).to_arrow().num_rows == 10

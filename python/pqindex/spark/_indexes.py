@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pqindex
 from pqindex._indexes import IndexDefinition, _specs
+from pqindex._native import list_files
+from pqindex.spark._storage import is_remote, storage_options_for
 
 _REPORT_SCHEMA = (
     "file string, kinds string, skipped boolean, bytes_added long, seconds double, error string"
@@ -45,6 +47,7 @@ class _IndexTask:
     """The function ``mapInArrow`` runs: index each file named in its rows."""
 
     indexes: list[IndexDefinition]
+    storage_options: dict[str, Any] | None = None
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -58,6 +61,7 @@ class _IndexTask:
             "error": [],
         }
         kinds = ",".join(sorted({k for i in self.indexes for k, _, _ in _identities(i)}))
+        options = self.storage_options
         for batch in batches:
             for path in batch.column(0).to_pylist():
                 start = time.perf_counter()
@@ -65,11 +69,11 @@ class _IndexTask:
                 try:
                     present = {
                         (ix["kind"], ix["columns"][0], ix["granularity"])
-                        for ix in pqindex.list_indexes(path)
+                        for ix in pqindex.list_indexes(path, storage_options=options)
                     }
                     missing = [i for i in self.indexes if not set(_identities(i)) <= present]
                     if missing:
-                        r = pqindex.add_indexes(path, missing)
+                        r = pqindex.add_indexes(path, missing, storage_options=options)
                         added = r["bytes_after"] - r["bytes_before"]
                     else:
                         skipped = True
@@ -102,17 +106,26 @@ def build_indexes(
     indexes: Sequence[IndexDefinition],
     *,
     parallelism: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Any:
     """Add ``indexes`` to every data file of ``source`` in parallel and return a report
     DataFrame: ``file``, ``kinds``, ``skipped`` (the file already had every index with the
     same kind, column and granularity), ``bytes_added``, ``seconds``, ``error`` (one file
     failing does not stop the others). Running it again is safe: indexed files are skipped.
+
+    An object-store dataset (``s3a://...``) is listed by pqindex and each object is replaced
+    by its indexed copy; credentials come from ``storage_options`` or the session's
+    ``fs.s3a.*`` settings.
     """
     definitions = list(indexes)
     if not definitions:
         raise pqindex.InvalidArgumentError("build_indexes needs at least one index definition")
     _specs(definitions)
-    files = dataset_files(source)
+    options = storage_options_for(spark, [os.fspath(source)], storage_options)
+    if is_remote([os.fspath(source)]):
+        files = list_files(os.fspath(source), storage_options=options)
+    else:
+        files = dataset_files(source)
     slices = max(1, min(len(files), parallelism or spark.sparkContext.defaultParallelism))
     paths = spark.createDataFrame([(f,) for f in files], "path string").repartition(slices)
-    return paths.mapInArrow(_IndexTask(definitions), _REPORT_SCHEMA)
+    return paths.mapInArrow(_IndexTask(definitions, options), _REPORT_SCHEMA)

@@ -4,20 +4,24 @@ Each task streams its rows through ``mapInArrow`` into the Rust writer (page sta
 so a page index; bloom filters; pages of a fixed row count). A file is named after the task's
 partition, the partition values it holds and the job, and appears by an atomic rename, so a
 retried or speculative attempt replaces what an earlier attempt wrote instead of adding a
-second copy. The driver writes ``_SUCCESS`` last; a failed job removes its files.
+second copy. The driver writes ``_SUCCESS`` last; a failed job removes its files. On an
+object store each file is finished locally and uploaded whole, which is as atomic as a put.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import pqindex
+from pqindex._native import delete_objects, list_objects, upload
+from pqindex.spark._storage import is_remote, storage_options_for
 
 #: Spark's and Hive's directory value for a NULL partition value.
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -38,6 +42,7 @@ def write(
     page_row_limit: int | None = 20_000,
     row_group_size: int = 1024 * 1024,
     compression: str = "zstd",
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Write ``df`` under ``path`` (hive-style ``key=value`` directories for
     ``partition_by``), rows sorted within each task by ``sort_within_partitions``, or
@@ -48,17 +53,38 @@ def write(
     ``bloom_filter_columns`` and the embedded ``indexes`` before it appears. Returns one
     record per file written: ``file``, ``rows``, ``bytes``.
 
-    ``mode`` is ``"error"`` (refuse a non-empty directory) or ``"overwrite"``."""
-    root = os.path.abspath(os.fspath(path))
+    ``mode`` is ``"error"`` (refuse a non-empty directory) or ``"overwrite"``.
+
+    An object-store ``path`` (``s3a://bucket/prefix``) is written by the tasks themselves,
+    each file uploaded whole once finished, so Spark needs no s3a connector; credentials come
+    from ``storage_options`` or the session's ``fs.s3a.*`` settings."""
     if mode not in ("error", "overwrite"):
         raise pqindex.InvalidArgumentError(f"mode must be 'error' or 'overwrite', not {mode!r}")
-    if os.path.isdir(root) and os.listdir(root):
-        if mode == "error":
-            raise pqindex.InvalidArgumentError(
-                f"{root} exists and is not empty; pass mode='overwrite' to replace it"
-            )
-        shutil.rmtree(root)
-    os.makedirs(root, exist_ok=True)
+    remote = is_remote([os.fspath(path)])
+    store = (
+        _ObjectPrefix(
+            os.fspath(path), storage_options_for(spark_of(df), [os.fspath(path)], storage_options)
+        )
+        if remote
+        else None
+    )
+    root = store.root if store is not None else os.path.abspath(os.fspath(path))
+    if store is not None:
+        existing = store.files()
+        if existing:
+            if mode == "error":
+                raise pqindex.InvalidArgumentError(
+                    f"{root} exists and is not empty; pass mode='overwrite' to replace it"
+                )
+            store.delete(existing)
+    else:
+        if os.path.isdir(root) and os.listdir(root):
+            if mode == "error":
+                raise pqindex.InvalidArgumentError(
+                    f"{root} exists and is not empty; pass mode='overwrite' to replace it"
+                )
+            shutil.rmtree(root)
+        os.makedirs(root, exist_ok=True)
 
     keys = list(partition_by or [])
     sort = list(sort_within_partitions or [])
@@ -77,6 +103,8 @@ def write(
         root=root,
         job=job,
         partition_by=keys,
+        storage_options=store.options if store is not None else None,
+        remote=store is not None,
         options={
             "page_row_limit": page_row_limit,
             "row_group_size": row_group_size,
@@ -88,10 +116,16 @@ def write(
     try:
         report = [r.asDict() for r in df.mapInArrow(task, _REPORT_SCHEMA).collect()]
     except BaseException:
-        _remove_job_files(root, job)
+        if store is not None:
+            store.delete([f for f in store.files() if job in f])
+        else:
+            _remove_job_files(root, job)
         raise
-    with open(os.path.join(root, "_SUCCESS"), "wb"):
-        pass
+    if store is not None:
+        store.put_empty("_SUCCESS")
+    else:
+        with open(os.path.join(root, "_SUCCESS"), "wb"):
+            pass
     return sorted(report, key=lambda r: str(r["file"]))
 
 
@@ -147,6 +181,34 @@ def _z_ordered(df: Any, columns: list[str], keys: list[str]) -> Any:
     )
 
 
+def spark_of(df: Any) -> Any:
+    return df.sparkSession
+
+
+@dataclass
+class _ObjectPrefix:
+    """The object-store prefix a write goes to."""
+
+    url: str
+    options: dict[str, Any] | None
+
+    @property
+    def root(self) -> str:
+        return self.url.rstrip("/")
+
+    def files(self) -> list[str]:
+        return list_objects(self.root, storage_options=self.options)
+
+    def delete(self, urls: list[str]) -> None:
+        delete_objects(urls, storage_options=self.options)
+
+    def put_empty(self, name: str) -> None:
+        with tempfile.TemporaryDirectory(prefix="pqindex-write-") as scratch:
+            marker = os.path.join(scratch, name)
+            open(marker, "wb").close()
+            upload(marker, f"{self.root}/{name}", storage_options=self.options)
+
+
 def _remove_job_files(root: str, job: str) -> None:
     for directory, _, names in os.walk(root):
         for name in names:
@@ -182,6 +244,8 @@ class _WriteTask:
     job: str
     partition_by: list[str]
     options: dict[str, Any]
+    storage_options: dict[str, Any] | None = None
+    remote: bool = False
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -191,10 +255,15 @@ class _WriteTask:
         task = context.partitionId() if context is not None else 0
         report: dict[str, list[Any]] = {"file": [], "rows": [], "bytes": []}
         for values, run in _runs(batches, self.partition_by):
-            directory = os.path.join(self.root, _partition_dir(self.partition_by, values))
-            os.makedirs(directory, exist_ok=True)
+            relative = _partition_dir(self.partition_by, values)
             index = len(report["file"])
-            target = os.path.join(directory, f"part-{task:05d}-{index:03d}-{self.job}.parquet")
+            name = f"part-{task:05d}-{index:03d}-{self.job}.parquet"
+            if self.remote:
+                target = "/".join(p for p in (self.root, relative, name) if p)
+            else:
+                directory = os.path.join(self.root, relative)
+                os.makedirs(directory, exist_ok=True)
+                target = os.path.join(directory, name)
             rows = [0]
 
             def counted(run: Any = run, rows: list[int] = rows) -> Iterator[Any]:
@@ -202,12 +271,20 @@ class _WriteTask:
                     rows[0] += batch.num_rows
                     yield batch
 
-            pqindex.write(
-                pa.RecordBatchReader.from_batches(run.schema, counted()), target, **self.options
-            )
+            reader = pa.RecordBatchReader.from_batches(run.schema, counted())
+            if self.remote:
+                # Finished locally, then uploaded whole: the object appears complete.
+                with tempfile.TemporaryDirectory(prefix="pqindex-task-") as scratch:
+                    local = os.path.join(scratch, name)
+                    pqindex.write(reader, local, **self.options)
+                    size = os.stat(local).st_size
+                    upload(local, target, storage_options=self.storage_options)
+            else:
+                pqindex.write(reader, target, **self.options)
+                size = os.stat(target).st_size
             report["file"].append(target)
             report["rows"].append(rows[0])
-            report["bytes"].append(os.stat(target).st_size)
+            report["bytes"].append(size)
         yield pa.RecordBatch.from_pydict(
             report,
             schema=pa.schema([("file", pa.string()), ("rows", pa.int64()), ("bytes", pa.int64())]),

@@ -24,6 +24,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(catalog::write_catalog, m)?)?;
     m.add_function(wrap_pyfunction!(aggregate::aggregate, m)?)?;
     m.add_function(wrap_pyfunction!(scan::scan, m)?)?;
+    m.add_function(wrap_pyfunction!(scan::list_files, m)?)?;
     m.add_function(wrap_pyfunction!(scan::read_units, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::read_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::metadata_cache_info, m)?)?;
@@ -31,6 +32,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(metadata::clear_metadata_cache, m)?)?;
     m.add_function(wrap_pyfunction!(write::write, m)?)?;
     m.add_function(wrap_pyfunction!(write::upload, m)?)?;
+    m.add_function(wrap_pyfunction!(write::delete_objects, m)?)?;
+    m.add_function(wrap_pyfunction!(write::list_objects, m)?)?;
     m.add_function(wrap_pyfunction!(index::add_indexes, m)?)?;
     m.add_function(wrap_pyfunction!(index::drop_indexes, m)?)?;
     m.add_function(wrap_pyfunction!(index::list_indexes, m)?)?;

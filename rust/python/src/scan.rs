@@ -350,3 +350,17 @@ pub fn scan(
     warn_skipped_indexes(py, &planned.warnings)?;
     Ok(PyScan::new(planned))
 }
+
+/// The data files of `source` under Spark's path rules (local paths or object URLs).
+#[pyfunction]
+#[pyo3(signature = (source, *, storage_options=None))]
+pub fn list_files(
+    py: Python<'_>,
+    source: Source,
+    storage_options: Option<StorageOptions>,
+) -> PyResult<Vec<String>> {
+    configure_storage(&source.0, storage_options.as_ref())?;
+    let paths = source.0;
+    let listing = run_blocking(py, move |_| pqindex_core::source::list_source(&paths))?.py()?;
+    Ok(listing.files.into_iter().map(|f| f.path).collect())
+}

@@ -60,3 +60,35 @@ pub fn upload(
     .py()?;
     Ok(())
 }
+
+/// Delete the objects `urls` (those already gone are skipped).
+#[pyfunction]
+#[pyo3(signature = (urls, *, storage_options=None))]
+pub fn delete_objects(
+    py: Python<'_>,
+    urls: Vec<String>,
+    storage_options: Option<StorageOptions>,
+) -> PyResult<()> {
+    configure_storage(&urls, storage_options.as_ref())?;
+    run_blocking(py, move |_| {
+        for u in &urls {
+            pqindex_core::io::object::locate(u)?.delete()?;
+        }
+        Ok::<_, pqindex_core::error::Error>(())
+    })?
+    .py()?;
+    Ok(())
+}
+
+/// Every object below the prefix `url` (hidden names included), as URLs.
+#[pyfunction]
+#[pyo3(signature = (url, *, storage_options=None))]
+pub fn list_objects(
+    py: Python<'_>,
+    url: String,
+    storage_options: Option<StorageOptions>,
+) -> PyResult<Vec<String>> {
+    configure_storage(std::slice::from_ref(&url), storage_options.as_ref())?;
+    let listed = run_blocking(py, move |_| pqindex_core::io::object::locate(&url)?.list())?.py()?;
+    Ok(listed.into_iter().map(|(_, id)| id.path).collect())
+}

@@ -490,6 +490,15 @@ impl ObjectLocation {
         self.head()
     }
 
+    /// Delete the object (a missing object is not an error: the aim is its absence).
+    pub fn delete(&self) -> Result<()> {
+        use object_store::ObjectStoreExt;
+        match block_on(self.store.inner.delete(&self.key)) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(map_error(&self.url, e)),
+        }
+    }
+
     /// Change the object through a local working copy: download it, let `edit` rewrite the
     /// copy, and upload the result as the new object. The object must still be the version
     /// downloaded when the upload starts; a concurrent replacement fails the edit
