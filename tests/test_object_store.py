@@ -367,3 +367,31 @@ def test_spark_writes_and_indexes_objects(spark: Any, s3: S3Server) -> None:
 
     pqindex.spark.write(df.limit(10), url, mode="overwrite", storage_options=opts)
     assert pqindex.scan(url, storage_options=opts).to_arrow().num_rows == 10
+
+
+def test_partition_pruned_objects_are_never_opened(s3: S3Server, hive: tuple[str, Path]) -> None:
+    url, local = hive
+    scan = pqindex.scan(url, where="part = 'b'", storage_options=s3.options())
+    m = scan.metrics()
+    opened = m["files"] - m["files_pruned_by_partition"]
+    assert m["files_pruned_by_partition"] > 0
+    assert m["footers_read"] == opened
+    assert (
+        scan.to_arrow().num_rows == pqindex.scan(str(local), where="part = 'b'").to_arrow().num_rows
+    )
+
+
+def test_footers_of_many_objects_arrive_in_one_wave(s3: S3Server, tmp_path: Path) -> None:
+    """Cold, every footer is fetched at once: the listing, one tail read per file (footer
+    and page index), then the data."""
+    client = s3.client()
+    for i in range(4):
+        path = tmp_path / f"f{i}.parquet"
+        pq.write_table(pa.table({"x": list(range(i * 1000, (i + 1) * 1000))}), path)
+        client.upload_file(str(path), BUCKET, f"many/f{i}.parquet")
+    s3.proxy.reset()
+    scan = pqindex.scan(f"s3://{BUCKET}/many/", where="x = 2500", storage_options=s3.options())
+    assert scan.to_arrow().column("x").to_pylist() == [2500]
+    m = scan.metrics()
+    assert (m["footers_read"], m["footer_cache_hits"]) == (4, 0)
+    assert m["requests"] == s3.proxy.requests == 1 + 4 + 1

@@ -43,6 +43,68 @@ impl Default for ScanOptions {
     }
 }
 
+/// Threads for work that waits on object-store requests rather than the CPU.
+fn io_workers(threads: usize) -> usize {
+    (threads * 8).clamp(1, 64)
+}
+
+/// Read the footers of object-store files into the cache, many requests at a time, before
+/// planning needs the first one: on a store, a footer costs a round trip, and planning
+/// would otherwise wait for the first file's before asking for the others'. Returns the
+/// footers and page indexes read.
+fn warm_footers(
+    files: &[crate::source::SourceFile],
+    cache: &MetadataCache,
+    io: &Arc<IoStats>,
+    threads: usize,
+    cancel: &AtomicBool,
+) -> Result<(u64, u64)> {
+    let workers = io_workers(threads).min(files.len());
+    let next = AtomicUsize::new(0);
+    let failure: Mutex<Option<Error>> = Mutex::new(None);
+    let (footers, page_indexes) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= files.len() || cancel.load(Ordering::Relaxed) {
+                    return;
+                }
+                let f = &files[i];
+                let got = StorageFile::open_listed(&f.path, &f.identity, io.clone())
+                    .and_then(|file| cache.get(&file, false));
+                match got {
+                    Ok((_, outcome)) => {
+                        if !outcome.footer_hit {
+                            footers.fetch_add(1, Ordering::Relaxed);
+                        }
+                        if outcome.page_index_loaded {
+                            page_indexes.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    Err(e) => {
+                        failure
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .get_or_insert(e);
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::Cancelled);
+    }
+    match failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok((
+            footers.load(Ordering::Relaxed) as u64,
+            page_indexes.load(Ordering::Relaxed) as u64,
+        )),
+    }
+}
+
 pub fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get())
 }
@@ -96,6 +158,13 @@ impl Scan {
         if let Some(c) = &catalog {
             c.seed_one(first, cache)?;
         }
+        let remote = crate::io::object::is_remote(first);
+        let mut warmed = (0, 0);
+        // Without partition values or a catalog to rule files out, planning opens every
+        // file: fetch all footers at once instead of the first one alone.
+        if remote && listing.files.len() > 1 && listing.partition_fields.is_empty() {
+            warmed = warm_footers(&listing.files, cache, &io, opts.threads, cancel)?;
+        }
         let first_file = StorageFile::open_listed(first, &listing.files[0].identity, io.clone())?;
         // The first footer gives the schema; planning then finds it in the cache.
         let (md, first_outcome) = cache.get(&first_file, false)?;
@@ -141,10 +210,11 @@ impl Scan {
             opened: Some(&first_file),
         };
         let threads = opts.threads.max(1);
+        let planners = if remote { io_workers(threads) } else { threads };
         let plans = plan_files(
             &listing.files,
             &ctx,
-            threads.min(listing.files.len()),
+            planners.min(listing.files.len()),
             cancel,
         )?;
         let mut plan_metrics = PlanMetrics::default();
@@ -158,6 +228,12 @@ impl Scan {
             plan_metrics.footers_read += 1;
             plan_metrics.footer_cache_hits -= 1;
         }
+        // Footers the warm-up read show up as cache hits in planning.
+        let (warm_footers_read, warm_indexes) = warmed;
+        let moved = warm_footers_read.min(plan_metrics.footer_cache_hits);
+        plan_metrics.footers_read += moved;
+        plan_metrics.footer_cache_hits -= moved;
+        plan_metrics.page_indexes_read += warm_indexes;
         for p in plans {
             units.extend(p.units);
             summaries.push(p.summary);

@@ -173,6 +173,12 @@ impl StorageFile {
         (end <= buf.len()).then(|| buf.slice(offset..end))
     }
 
+    /// Whether `range` was fetched already.
+    pub fn is_buffered(&self, range: Range<u64>) -> bool {
+        self.buffered(range.start, (range.end - range.start) as usize)
+            .is_some()
+    }
+
     /// The bytes from `start` to the end of the fetched range holding it, if any.
     fn buffered_from(&self, start: u64) -> Option<Bytes> {
         let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());

@@ -110,6 +110,14 @@ impl MetadataCache {
             }
             None => (Arc::new(read_footer(file)?), false),
         };
+        // On an object store the footer's tail read usually holds the page index too:
+        // parsing it now costs no request, and saves a round trip when planning wants it.
+        let page_index = page_index
+            || (file.is_remote()
+                && !has_index
+                && crate::prune::fetch::page_index_ranges(&metadata)
+                    .iter()
+                    .all(|r| file.is_buffered(r.clone())));
         let (metadata, has_index) = if page_index && !has_index {
             outcome.page_index_loaded = true;
             (Arc::new(load_page_index(file, &metadata)?), true)

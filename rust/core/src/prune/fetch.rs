@@ -70,6 +70,11 @@ pub fn planning_ranges(
     out
 }
 
+/// The ranges of the page index alone.
+pub fn page_index_ranges(md: &ParquetMetaData) -> Vec<Range<u64>> {
+    planning_ranges(md, &[], &[], true)
+}
+
 /// Fetch the planning ranges of `file`, leaving out any that do not fit in it.
 pub fn prefetch_for_planning(
     file: &StorageFile,

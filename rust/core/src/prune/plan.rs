@@ -210,6 +210,9 @@ pub fn plan_file(
     } else {
         m.footers_read += 1;
     }
+    if outcome.page_index_loaded {
+        m.page_indexes_read += 1;
+    }
     check_schema(path, &md, ctx.schema)?;
     m.row_groups = md.num_row_groups() as u64;
 
