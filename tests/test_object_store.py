@@ -139,7 +139,9 @@ def test_a_range_reads_only_its_pages(s3: S3Server, sorted_file: tuple[str, Path
 def test_s3a_urls_and_single_objects(s3: S3Server, sorted_file: tuple[str, Path]) -> None:
     opts = s3.options()
     one = f"s3a://{BUCKET}/sorted/part-0.parquet"
-    assert pqindex.scan(one, where="id = 7", storage_options=opts).to_arrow().num_rows == 1
+    single = pqindex.scan(one, where="id = 7", storage_options=opts)
+    assert single.to_arrow().num_rows == 1
+    assert single.metrics()["list_requests"] == 1  # one HEAD: a file name is not listed
     both = [one, f"s3://{BUCKET}/sorted/part-0.parquet"]
     assert pqindex.scan(both, where="id = 7", storage_options=opts).to_arrow().num_rows == 2
 

@@ -110,6 +110,20 @@ fn list_objects(paths: &[String]) -> Result<Listing> {
             )));
         }
         let loc = object::locate(p)?;
+        // A name that looks like a file is asked for as one first (one HEAD); a prefix is
+        // listed.
+        if looks_like_a_file(p) {
+            requests += 1;
+            match loc.head() {
+                Ok(identity) => {
+                    identities.push(identity);
+                    found.push((loc.url.clone(), Vec::new()));
+                    continue;
+                }
+                Err(Error::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
         let below = loc.list()?;
         // S3 returns at most 1,000 keys per listing page.
         requests += 1 + below.len().saturating_sub(1) as u64 / 1000;
@@ -145,6 +159,14 @@ fn list_objects(paths: &[String]) -> Result<Listing> {
         }
     }
     finish(found, identities, requests)
+}
+
+fn looks_like_a_file(url: &str) -> bool {
+    let last = url.rsplit('/').next().unwrap_or("");
+    !url.ends_with('/')
+        && [".parquet", ".parq", ".pq"]
+            .iter()
+            .any(|e| last.ends_with(e))
 }
 
 /// The object-store form of `refuse_table_formats`, on the keys a listing returned.
