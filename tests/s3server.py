@@ -28,11 +28,14 @@ class LatencyProxy:
 
     ``fault`` (when set) is called with the request's first bytes and may return raw bytes
     to answer with instead of forwarding (a 503, a truncated body), or ``None``.
+    ``rewrite`` (when set) may change those first bytes before they are forwarded (to play
+    a store that ignores a header, say).
     """
 
     target: tuple[str, int]
     delay: float = 0.0
     fault: Callable[[bytes], bytes | None] | None = None
+    rewrite: Callable[[bytes], bytes] | None = None
     requests: int = 0
     port: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -105,6 +108,8 @@ class LatencyProxy:
                             client.sendall(canned)
                             answered.set()
                             continue
+                    if self.rewrite is not None:
+                        data = self.rewrite(data)
                 upstream.sendall(data)
         except OSError:
             pass

@@ -172,6 +172,30 @@ def test_a_replaced_object_is_never_read_with_a_stale_plan(s3: S3Server, tmp_pat
     assert again.metrics()["footer_cache_hits"] == 0
 
 
+def test_a_store_that_ignores_if_match_still_fails_the_read(s3: S3Server, tmp_path: Path) -> None:
+    """The ETag the store names in its answer is checked too."""
+    path = tmp_path / "v.parquet"
+    pq.write_table(pa.table({"x": list(range(1000))}), path)
+    client = s3.client()
+    client.upload_file(str(path), BUCKET, "ignored/v.parquet")
+    opts = s3.options()
+    scan = pqindex.scan(f"s3://{BUCKET}/ignored/", where="x = 5", storage_options=opts)
+    pq.write_table(pa.table({"x": list(range(5, 2000))}), path)
+    client.upload_file(str(path), BUCKET, "ignored/v.parquet")
+
+    def drop_if_match(request: bytes) -> bytes:
+        head, sep, body = request.partition(b"\r\n\r\n")
+        lines = [h for h in head.split(b"\r\n") if not h.lower().startswith(b"if-match:")]
+        return b"\r\n".join(lines) + sep + body
+
+    s3.proxy.rewrite = drop_if_match
+    try:
+        with pytest.raises(pqindex.FileChangedError, match="ETag"):
+            scan.to_arrow()
+    finally:
+        s3.proxy.rewrite = None
+
+
 def test_missing_objects_and_bad_options(s3: S3Server) -> None:
     opts = s3.options()
     with pytest.raises(pqindex.NotFoundError):

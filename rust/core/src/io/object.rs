@@ -368,6 +368,15 @@ impl ObjectLocation {
             .get_opts(&self.key, opts)
             .await
             .map_err(|e| map_error(&self.url, e))?;
+        // Stores that ignore If-Match still name the version they served.
+        if let (Some(want), Some(got)) = (etag, r.meta.e_tag.as_deref()) {
+            if want != got {
+                return Err(Error::FileChanged {
+                    path: self.url.clone(),
+                    what: "ETag".to_string(),
+                });
+            }
+        }
         let bytes = r.bytes().await.map_err(|e| map_error(&self.url, e))?;
         if bytes.len() as u64 != want {
             return Err(Error::invalid_file(
