@@ -421,3 +421,36 @@ def test_footers_of_many_objects_arrive_in_one_wave(s3: S3Server, tmp_path: Path
     m = scan.metrics()
     assert (m["footers_read"], m["footer_cache_hits"]) == (4, 0)
     assert m["requests"] == s3.proxy.requests == 1 + 4 + 1
+
+
+def test_a_catalog_on_the_store_rules_out_objects(s3: S3Server, tmp_path: Path) -> None:
+    """A catalog under the prefix is found through the listing; kept objects' footers come
+    from it, pruned objects are never read, and an object added later is still found."""
+    client = s3.client()
+    for i in range(6):
+        path = tmp_path / f"c{i}.parquet"
+        pq.write_table(pa.table({"x": list(range(i * 1000, (i + 1) * 1000))}), path)
+        client.upload_file(str(path), BUCKET, f"cataloged/c{i}.parquet")
+    opts = s3.options()
+    url = f"s3://{BUCKET}/cataloged"
+    catalog = pqindex.Catalog.build(url, ["x"], storage_options=opts)
+    assert catalog.num_files == 6
+    assert pqindex.Catalog.open(url, storage_options=opts).version == catalog.version
+
+    pqindex.clear_metadata_cache()
+    s3.proxy.reset()
+    scan = pqindex.scan(url, where="x = 4321", storage_options=opts)
+    assert scan.to_arrow().column("x").to_pylist() == [4321]
+    m = scan.metrics()
+    assert m["files_pruned_by_catalog"] == 5
+    assert m["footers_read"] == 0 and m["footers_from_catalog"] == 1
+    assert scan.catalog_root is not None
+
+    extra = tmp_path / "c9.parquet"
+    pq.write_table(pa.table({"x": [99_999]}), extra)
+    client.upload_file(str(extra), BUCKET, "cataloged/c9.parquet")
+    late = pqindex.scan(url, where="x = 99999", storage_options=opts)
+    assert late.to_arrow().column("x").to_pylist() == [99_999]
+    assert late.metrics()["files_not_in_catalog"] == 1
+    refreshed = catalog.refresh()
+    assert refreshed.num_files == 7 and refreshed.report()["added"] == 1

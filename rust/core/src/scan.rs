@@ -147,7 +147,10 @@ impl Scan {
         }
         let listing = list_source(paths)?;
         let catalog = match paths {
-            [dir] if !opts.ignore_catalog && std::path::Path::new(dir).is_dir() => {
+            [dir]
+                if !opts.ignore_catalog
+                    && (listing.has_catalog || std::path::Path::new(dir).is_dir()) =>
+            {
                 Catalog::open_cached(dir)?
             }
             _ => None,
@@ -156,13 +159,17 @@ impl Scan {
         io.record_listing(listing.requests);
         let first = &listing.files[0].path;
         if let Some(c) = &catalog {
-            c.seed_one(first, cache)?;
+            c.seed_as(first, &listing.files[0].identity, cache)?;
         }
         let remote = crate::io::object::is_remote(first);
         let mut warmed = (0, 0);
         // Without partition values or a catalog to rule files out, planning opens every
         // file: fetch all footers at once instead of the first one alone.
-        if remote && listing.files.len() > 1 && listing.partition_fields.is_empty() {
+        if remote
+            && catalog.is_none()
+            && listing.files.len() > 1
+            && listing.partition_fields.is_empty()
+        {
             warmed = warm_footers(&listing.files, cache, &io, opts.threads, cancel)?;
         }
         let first_file = StorageFile::open_listed(first, &listing.files[0].identity, io.clone())?;

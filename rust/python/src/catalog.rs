@@ -12,7 +12,7 @@ use pqindex_core::Error;
 
 use crate::error::IntoPyResult;
 use crate::runtime::{run_blocking, run_blocking_ticking};
-use crate::source::Source;
+use crate::source::{configure_storage, Source, StorageOptions};
 
 /// A dataset's catalog: per file its identity, summaries, bloom filters and footer.
 #[pyclass(frozen, name = "Catalog", module = "pqindex")]
@@ -86,7 +86,8 @@ impl PyCatalog {
     /// Build the catalog of the dataset directory `source` (replacing any), summarising
     /// `columns`; `bloom` columns also get a per-file bloom filter with rate `fpp`.
     #[staticmethod]
-    #[pyo3(signature = (source, columns=Vec::new(), *, bloom=None, fpp=0.01, progress=None))]
+    #[pyo3(signature = (source, columns=Vec::new(), *, bloom=None, fpp=0.01, progress=None, storage_options=None))]
+    #[allow(clippy::too_many_arguments)]
     fn build(
         py: Python<'_>,
         source: Source,
@@ -94,7 +95,9 @@ impl PyCatalog {
         bloom: Option<Vec<String>>,
         fpp: f64,
         progress: Option<Py<PyAny>>,
+        storage_options: Option<StorageOptions>,
     ) -> PyResult<PyCatalog> {
+        configure_storage(&source.0, storage_options.as_ref())?;
         let root = one_dir(source)?;
         if !(fpp > 0.0 && fpp < 1.0) {
             return Err(Error::InvalidArgument(format!(
@@ -131,7 +134,13 @@ impl PyCatalog {
 
     /// The catalog of the dataset directory `source`, or None when it has none.
     #[staticmethod]
-    fn open(py: Python<'_>, source: Source) -> PyResult<Option<PyCatalog>> {
+    #[pyo3(signature = (source, *, storage_options=None))]
+    fn open(
+        py: Python<'_>,
+        source: Source,
+        storage_options: Option<StorageOptions>,
+    ) -> PyResult<Option<PyCatalog>> {
+        configure_storage(&source.0, storage_options.as_ref())?;
         let root = one_dir(source)?;
         let catalog = run_blocking(py, move |_| Catalog::open(&root))?.py()?;
         Ok(catalog.map(|c| PyCatalog {

@@ -259,7 +259,12 @@ impl Catalog {
         let total = listing.files.len() as u64;
         for (i, f) in listing.files.iter().enumerate() {
             let rel = relative(root, &f.path);
-            let id = FileIdentity::stat(&f.path)?;
+            // An object's listing names its ETag; a local file is looked at again.
+            let id = if crate::io::object::is_remote(&f.path) {
+                f.identity.clone()
+            } else {
+                FileIdentity::stat(&f.path)?
+            };
             match old.get(&rel) {
                 Some(e) if e.describes(&id) => {
                     report.kept += 1;
@@ -282,8 +287,8 @@ impl Catalog {
             .keys()
             .filter(|k| !entries.iter().any(|e| &e.path == *k))
             .count() as u64;
-        let file = store::write(Path::new(root), version, columns, &entries)?;
-        report.bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
+        let (_, bytes) = store::write(Path::new(root), version, columns, &entries)?;
+        report.bytes = bytes;
         let catalog = Catalog::new(PathBuf::from(root), version, columns.to_vec(), entries);
         Ok((catalog, report))
     }
@@ -297,11 +302,11 @@ impl Catalog {
     ) -> Result<(Catalog, CatalogReport)> {
         dataset_dir(root)?;
         let version = store::current(Path::new(root))?.map_or(0, |(v, _)| v) + 1;
-        let file = store::write(Path::new(root), version, columns, &entries)?;
+        let (_, bytes) = store::write(Path::new(root), version, columns, &entries)?;
         let report = CatalogReport {
             version,
             files: entries.len() as u64,
-            bytes: std::fs::metadata(&file).map_or(0, |m| m.len()),
+            bytes,
             ..Default::default()
         };
         Ok((
@@ -334,9 +339,14 @@ impl Catalog {
         let Ok(id) = FileIdentity::stat(path) else {
             return Ok(());
         };
-        if let Lookup::Fresh(e) = self.lookup(path, &id) {
-            if !cache.contains(&id) {
-                cache.seed(id, Arc::new(e.metadata()?), true);
+        self.seed_as(path, &id, cache)
+    }
+
+    /// `seed_one` for a file whose identity a listing gave.
+    pub fn seed_as(&self, path: &str, id: &FileIdentity, cache: &MetadataCache) -> Result<()> {
+        if let Lookup::Fresh(e) = self.lookup(path, id) {
+            if !cache.contains(id) {
+                cache.seed(id.clone(), Arc::new(e.metadata()?), true);
             }
         }
         Ok(())
@@ -453,9 +463,10 @@ impl Catalog {
     }
 }
 
-/// `Ok` when `root` is a directory: a catalog describes one dataset directory.
+/// `Ok` when `root` is a directory (or an object-store prefix): a catalog describes one
+/// dataset directory.
 fn dataset_dir(root: &str) -> Result<()> {
-    if Path::new(root).is_dir() {
+    if crate::io::object::is_remote(root) || Path::new(root).is_dir() {
         Ok(())
     } else {
         Err(Error::Source(format!(

@@ -24,7 +24,7 @@ use parquet::file::properties::WriterProperties;
 
 use crate::catalog::{CatalogColumn, CatalogEntry};
 use crate::error::{Error, Result};
-use crate::io::FileIdentity;
+use crate::io::{object, FileIdentity};
 
 pub const DIR: &str = "_pqindex";
 pub const POINTER: &str = "CURRENT";
@@ -40,13 +40,24 @@ fn version_name(version: u64) -> String {
     format!("catalog-{version:08}.parq")
 }
 
+fn remote(path: &Path) -> Option<String> {
+    let text = path.to_string_lossy();
+    object::is_remote(&text).then(|| text.into_owned())
+}
+
 /// The current version and its file, if the dataset has a catalog.
 pub fn current(root: &Path) -> Result<Option<(u64, PathBuf)>> {
     let pointer = catalog_dir(root).join(POINTER);
-    let text = match std::fs::read_to_string(&pointer) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(&pointer.to_string_lossy(), e)),
+    let text = match remote(&pointer) {
+        Some(url) => match object::locate(&url)?.get_whole()? {
+            Some(b) => String::from_utf8_lossy(&b).into_owned(),
+            None => return Ok(None),
+        },
+        None => match std::fs::read_to_string(&pointer) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(&pointer.to_string_lossy(), e)),
+        },
     };
     let name = text.trim();
     let version = name
@@ -63,8 +74,54 @@ pub fn current(root: &Path) -> Result<Option<(u64, PathBuf)>> {
     Ok(Some((version, catalog_dir(root).join(name))))
 }
 
-/// Write `entries` as version `version` and make it current.
+/// Write `entries` as version `version` and make it current; returns the version's file and
+/// its size.
 pub fn write(
+    root: &Path,
+    version: u64,
+    columns: &[CatalogColumn],
+    entries: &[CatalogEntry],
+) -> Result<(PathBuf, u64)> {
+    if let Some(url) = remote(root) {
+        return write_remote(&url, version, columns, entries);
+    }
+    let target = write_local(root, version, columns, entries)?;
+    let size = std::fs::metadata(&target).map_or(0, |m| m.len());
+    Ok((target, size))
+}
+
+/// On an object store: the version is written locally, uploaded, and then `CURRENT` is
+/// replaced in one put, so readers see the previous version until it is whole.
+fn write_remote(
+    root: &str,
+    version: u64,
+    columns: &[CatalogColumn],
+    entries: &[CatalogEntry],
+) -> Result<(PathBuf, u64)> {
+    let scratch = std::env::temp_dir().join(format!(
+        "pqindex-catalog-{}-{version}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let result = (|| {
+        let local = write_local(&scratch, version, columns, entries)?;
+        let size = std::fs::metadata(&local).map_or(0, |m| m.len());
+        let dir = format!("{}/{DIR}", root.trim_end_matches('/'));
+        let name = version_name(version);
+        object::locate(&format!("{dir}/{name}"))?.upload(&local)?;
+        object::locate(&format!("{dir}/{POINTER}"))?
+            .upload(&catalog_dir(&scratch).join(POINTER))?;
+        for old in version.saturating_sub(KEEP_OLD + 16)..version.saturating_sub(KEEP_OLD) {
+            let _ =
+                object::locate(&format!("{dir}/{}", version_name(old))).and_then(|o| o.delete());
+        }
+        Ok((PathBuf::from(format!("{dir}/{name}")), size))
+    })();
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+fn write_local(
     root: &Path,
     version: u64,
     columns: &[CatalogColumn],
@@ -204,8 +261,13 @@ pub fn to_batch(columns: &[CatalogColumn], entries: &[CatalogEntry]) -> Result<R
 pub fn read(path: &Path) -> Result<(Vec<CatalogColumn>, Vec<CatalogEntry>)> {
     let shown = path.to_string_lossy().into_owned();
     let bad = |why: String| Error::Source(format!("{shown}: not a pqindex catalog: {why}"));
-    let file = File::open(path).map_err(|e| Error::io(&shown, e))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+    let bytes = match remote(path) {
+        Some(url) => object::locate(&url)?
+            .get_whole()?
+            .ok_or_else(|| Error::NotFound { path: url.clone() })?,
+        None => Bytes::from(std::fs::read(path).map_err(|e| Error::io(&shown, e))?),
+    };
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
         .map_err(|e| Error::from(e).in_file(&shown))?;
     let kv = builder.metadata().file_metadata().key_value_metadata();
     let value = |key: &str| {

@@ -2,8 +2,8 @@
 //! (physical values, in their plain encoding). Index builders consume this, so an index can
 //! be added to a file from any writer without re-encoding a page.
 
-use std::fs::File;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
 
 use parquet::basic::Type as PhysicalType;
 use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
@@ -12,6 +12,7 @@ use parquet::file::reader::{FileReader, RowGroupReader};
 use parquet::file::serialized_reader::{ReadOptionsBuilder, SerializedFileReader};
 
 use crate::error::{Error, Result};
+use crate::io::{IoStats, StorageFile};
 
 /// One data page of the column.
 pub struct PageValues<'a> {
@@ -88,12 +89,12 @@ pub fn for_each_page(
     column: &str,
     f: &mut dyn FnMut(&PageValues) -> Result<()>,
 ) -> Result<ColumnInfo> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = StorageFile::open(path, Arc::new(IoStats::default()))?;
     let corrupt = |e: parquet::errors::ParquetError| {
         Error::invalid_file(path, format!("cannot read column {column}: {e}"))
     };
     let options = ReadOptionsBuilder::new().with_page_index().build();
-    let reader = SerializedFileReader::new_with_options(file, options).map_err(corrupt)?;
+    let reader = SerializedFileReader::new_with_options(file.clone(), options).map_err(corrupt)?;
     let md = reader.metadata();
     let descr = md.file_metadata().schema_descr();
     let matching = leaves_named(descr, column);
@@ -124,6 +125,20 @@ pub fn for_each_page(
     };
     let nullable = cd.max_def_level() > 0;
     let file_rows = md.file_metadata().num_rows().max(0) as u64;
+    // The column's chunks in few reads (concurrent ones on an object store), not page by
+    // page; the reader then takes its pages from memory.
+    if file.is_remote() {
+        let chunks = md
+            .row_groups()
+            .iter()
+            .map(|g| {
+                let (start, len) = g.column(leaf).byte_range();
+                start..start.saturating_add(len)
+            })
+            .filter(|r| r.end <= file.identity().size)
+            .collect();
+        file.prefetch(chunks)?;
+    }
     let run = || -> Result<()> {
         for rg in 0..reader.num_row_groups() {
             let rg_reader = reader.get_row_group(rg).map_err(corrupt)?;

@@ -312,7 +312,9 @@ pub struct SequentialRead {
     buf: Bytes,
 }
 
-/// Bytes one refill of a sequential read fetches from an object store.
+/// Bytes one refill of a sequential read fetches: readers stream page headers a few bytes
+/// at a time, and each refill is a system call or a request.
+const LOCAL_REFILL: u64 = 64 * 1024;
 const OBJECT_REFILL: u64 = 256 * 1024;
 
 impl Read for SequentialRead {
@@ -322,22 +324,15 @@ impl Read for SequentialRead {
             if remaining == 0 || out.is_empty() {
                 return Ok(0);
             }
-            match &self.file.backend {
-                Backend::Local(f) => {
-                    let want = out.len().min(remaining.min(usize::MAX as u64) as usize);
-                    let n = f.read_at(&mut out[..want], self.pos)?;
-                    self.pos += n as u64;
-                    self.file.stats.record(n as u64);
-                    return Ok(n);
-                }
-                Backend::Object(_) => {
-                    let want = remaining.min((out.len() as u64).max(OBJECT_REFILL));
-                    self.buf = self
-                        .file
-                        .fetch(self.pos..self.pos + want)
-                        .map_err(std::io::Error::other)?;
-                }
-            }
+            let refill = match &self.file.backend {
+                Backend::Local(_) => LOCAL_REFILL,
+                Backend::Object(_) => OBJECT_REFILL,
+            };
+            let want = remaining.min((out.len() as u64).max(refill));
+            self.buf = self
+                .file
+                .fetch(self.pos..self.pos + want)
+                .map_err(std::io::Error::other)?;
         }
         let n = out.len().min(self.buf.len());
         self.buf.copy_to_slice(&mut out[..n]);

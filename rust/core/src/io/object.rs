@@ -499,6 +499,23 @@ impl ObjectLocation {
         self.head()
     }
 
+    /// The whole object, or `None` when there is none.
+    pub fn get_whole(&self) -> Result<Option<Bytes>> {
+        let got = block_on(async {
+            let r = self
+                .store
+                .inner
+                .get_opts(&self.key, GetOptions::default())
+                .await?;
+            r.bytes().await
+        });
+        match got {
+            Ok(b) => Ok(Some(b)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(map_error(&self.url, e)),
+        }
+    }
+
     /// Delete the object (a missing object is not an error: the aim is its absence).
     pub fn delete(&self) -> Result<()> {
         use object_store::ObjectStoreExt;

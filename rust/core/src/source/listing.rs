@@ -28,6 +28,9 @@ pub struct Listing {
     pub partition_fields: Vec<Field>,
     /// Requests the listing made of an object store (none for local files).
     pub requests: u64,
+    /// An object-store prefix listed with a catalog pointer (`_pqindex/CURRENT`) below it:
+    /// the listing shows it for free, where asking would cost a request per scan.
+    pub has_catalog: bool,
 }
 
 /// Expand `paths`. A single directory gets hive partition columns from `key=value`
@@ -93,6 +96,7 @@ fn finish(
             .collect(),
         partition_fields,
         requests,
+        has_catalog: false,
     })
 }
 
@@ -103,6 +107,7 @@ fn list_objects(paths: &[String]) -> Result<Listing> {
     let mut identities: Vec<FileIdentity> = Vec::new();
     let single = paths.len() == 1;
     let mut requests = 0;
+    let mut has_catalog = false;
     for p in paths {
         if !object::is_remote(p) {
             return Err(Error::Source(format!(
@@ -135,6 +140,7 @@ fn list_objects(paths: &[String]) -> Result<Listing> {
             continue;
         }
         refuse_table_format_keys(p, below.iter().map(|(rel, _)| rel.as_str()))?;
+        has_catalog |= single && below.iter().any(|(rel, _)| rel == "_pqindex/CURRENT");
         let before = found.len();
         for (rel, identity) in below {
             let segments: Vec<&str> = rel.split('/').collect();
@@ -158,7 +164,9 @@ fn list_objects(paths: &[String]) -> Result<Listing> {
             )));
         }
     }
-    finish(found, identities, requests)
+    let mut listing = finish(found, identities, requests)?;
+    listing.has_catalog = has_catalog;
+    Ok(listing)
 }
 
 fn looks_like_a_file(url: &str) -> bool {
