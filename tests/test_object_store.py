@@ -155,15 +155,21 @@ def test_aggregate_and_metadata(s3: S3Server, sorted_file: tuple[str, Path]) -> 
     assert md.num_rows == 200_000
 
 
-def test_a_replaced_object_is_never_read_with_a_stale_plan(s3: S3Server, tmp_path: Path) -> None:
+def scan_then_replace(s3: S3Server, tmp_path: Path, prefix: str) -> Any:
+    """A scan of ``prefix`` planned against one object, which is then replaced."""
     path = tmp_path / "v.parquet"
     pq.write_table(pa.table({"x": list(range(1000))}), path)
     client = s3.client()
-    client.upload_file(str(path), BUCKET, "replaced/v.parquet")
-    opts = s3.options()
-    scan = pqindex.scan(f"s3://{BUCKET}/replaced/", where="x = 5", storage_options=opts)
+    client.upload_file(str(path), BUCKET, f"{prefix}/v.parquet")
+    scan = pqindex.scan(f"s3://{BUCKET}/{prefix}/", where="x = 5", storage_options=s3.options())
     pq.write_table(pa.table({"x": list(range(5, 2000))}), path)
-    client.upload_file(str(path), BUCKET, "replaced/v.parquet")
+    client.upload_file(str(path), BUCKET, f"{prefix}/v.parquet")
+    return scan
+
+
+def test_a_replaced_object_is_never_read_with_a_stale_plan(s3: S3Server, tmp_path: Path) -> None:
+    opts = s3.options()
+    scan = scan_then_replace(s3, tmp_path, "replaced")
     with pytest.raises(pqindex.FileChangedError, match="ETag"):
         scan.to_arrow()
     # A new scan sees the new object, and the cached footer of the old one is not used.
@@ -174,14 +180,7 @@ def test_a_replaced_object_is_never_read_with_a_stale_plan(s3: S3Server, tmp_pat
 
 def test_a_store_that_ignores_if_match_still_fails_the_read(s3: S3Server, tmp_path: Path) -> None:
     """The ETag the store names in its answer is checked too."""
-    path = tmp_path / "v.parquet"
-    pq.write_table(pa.table({"x": list(range(1000))}), path)
-    client = s3.client()
-    client.upload_file(str(path), BUCKET, "ignored/v.parquet")
-    opts = s3.options()
-    scan = pqindex.scan(f"s3://{BUCKET}/ignored/", where="x = 5", storage_options=opts)
-    pq.write_table(pa.table({"x": list(range(5, 2000))}), path)
-    client.upload_file(str(path), BUCKET, "ignored/v.parquet")
+    scan = scan_then_replace(s3, tmp_path, "ignored")
 
     def drop_if_match(request: bytes) -> bytes:
         head, sep, body = request.partition(b"\r\n\r\n")
