@@ -59,50 +59,54 @@ fn warm_footers(
     threads: usize,
     cancel: &AtomicBool,
 ) -> Result<(u64, u64)> {
-    let workers = io_workers(threads).min(files.len());
+    let outcomes = parallel_map(files, io_workers(threads), cancel, |f| {
+        let file = StorageFile::open_listed(&f.path, &f.identity, io.clone())?;
+        Ok(cache.get(&file, false)?.1)
+    })?;
+    let footers = outcomes.iter().filter(|o| !o.footer_hit).count() as u64;
+    let page_indexes = outcomes.iter().filter(|o| o.page_index_loaded).count() as u64;
+    Ok((footers, page_indexes))
+}
+
+/// `f` of every item, on `threads` threads, in item order. Workers stop at the first
+/// failure; the error of the earliest failed item is returned.
+fn parallel_map<I: Sync, T: Send>(
+    items: &[I],
+    threads: usize,
+    cancel: &AtomicBool,
+    f: impl Fn(&I) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
     let next = AtomicUsize::new(0);
-    let failure: Mutex<Option<Error>> = Mutex::new(None);
-    let (footers, page_indexes) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let failed = AtomicBool::new(false);
+    let results: Vec<Mutex<Option<Result<T>>>> = items.iter().map(|_| Mutex::new(None)).collect();
     std::thread::scope(|s| {
-        for _ in 0..workers {
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
             s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= files.len() || cancel.load(Ordering::Relaxed) {
+                if cancel.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) {
                     return;
                 }
-                let f = &files[i];
-                let got = StorageFile::open_listed(&f.path, &f.identity, io.clone())
-                    .and_then(|file| cache.get(&file, false));
-                match got {
-                    Ok((_, outcome)) => {
-                        if !outcome.footer_hit {
-                            footers.fetch_add(1, Ordering::Relaxed);
-                        }
-                        if outcome.page_index_loaded {
-                            page_indexes.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    Err(e) => {
-                        failure
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .get_or_insert(e);
-                        return;
-                    }
-                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { return };
+                let r = f(item);
+                failed.fetch_or(r.is_err(), Ordering::Relaxed);
+                *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             });
         }
     });
-    if cancel.load(Ordering::Relaxed) {
+    let mut out = Vec::with_capacity(items.len());
+    let mut stopped = false;
+    for r in results {
+        match r.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(Ok(v)) => out.push(v),
+            Some(Err(e)) => return Err(e),
+            // Not run: a later item failed, or the work was cancelled.
+            None => stopped = true,
+        }
+    }
+    if stopped {
         return Err(Error::Cancelled);
     }
-    match failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        Some(e) => Err(e),
-        None => Ok((
-            footers.load(Ordering::Relaxed) as u64,
-            page_indexes.load(Ordering::Relaxed) as u64,
-        )),
-    }
+    Ok(out)
 }
 
 pub fn default_threads() -> usize {
@@ -556,44 +560,9 @@ fn plan_files(
     threads: usize,
     cancel: &AtomicBool,
 ) -> Result<Vec<FilePlan>> {
-    let next = AtomicUsize::new(0);
-    let results: Vec<Mutex<Option<Result<FilePlan>>>> =
-        files.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..threads.max(1) {
-            s.spawn(|| loop {
-                if cancel.load(Ordering::Relaxed) {
-                    return;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(f) = files.get(i) else { return };
-                let r = plan_file(&f.path, &f.partition_values, &f.identity, ctx);
-                let failed = r.is_err();
-                if let Ok(mut slot) = results[i].lock() {
-                    *slot = Some(r);
-                }
-                if failed {
-                    return;
-                }
-            });
-        }
-    });
-    if cancel.load(Ordering::Relaxed) {
-        return Err(Error::Cancelled);
-    }
-    let mut out = Vec::with_capacity(files.len());
-    for (slot, f) in results.into_iter().zip(files) {
-        match slot.into_inner().unwrap_or(None) {
-            Some(r) => out.push(r?),
-            None => {
-                return Err(Error::Source(format!(
-                    "{}: planning stopped after an earlier error",
-                    f.path
-                )))
-            }
-        }
-    }
-    Ok(out)
+    parallel_map(files, threads, cancel, |f| {
+        plan_file(&f.path, &f.partition_values, &f.identity, ctx)
+    })
 }
 
 /// The sending end of one unit's channel, taken by the worker that reads the unit.
