@@ -165,12 +165,14 @@ impl StorageFile {
     }
 
     fn buffered(&self, start: u64, length: usize) -> Option<Bytes> {
+        let end = start.checked_add(length as u64)?;
         let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
         let idx = buffers.partition_point(|(s, _)| *s <= start);
-        let (buf_start, buf) = buffers.get(idx.checked_sub(1)?)?;
-        let offset = (start - buf_start) as usize;
-        let end = offset.checked_add(length)?;
-        (end <= buf.len()).then(|| buf.slice(offset..end))
+        buffers[..idx]
+            .iter()
+            .rev()
+            .find(|(s, b)| end <= s + b.len() as u64)
+            .map(|(s, b)| b.slice((start - s) as usize..(end - s) as usize))
     }
 
     /// Whether `range` was fetched already.
@@ -179,13 +181,15 @@ impl StorageFile {
             .is_some()
     }
 
-    /// The bytes from `start` to the end of the fetched range holding it, if any.
+    /// The bytes from `start` to the end of the longest fetched range holding it, if any.
     fn buffered_from(&self, start: u64) -> Option<Bytes> {
         let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
         let idx = buffers.partition_point(|(s, _)| *s <= start);
-        let (buf_start, buf) = buffers.get(idx.checked_sub(1)?)?;
-        let offset = (start - buf_start) as usize;
-        (offset < buf.len()).then(|| buf.slice(offset..))
+        buffers[..idx]
+            .iter()
+            .filter(|(s, b)| start < s + b.len() as u64)
+            .max_by_key(|(s, b)| s + b.len() as u64)
+            .map(|(s, b)| b.slice((start - s) as usize..))
     }
 
     /// Read exactly `length` bytes at `start`, from memory when prefetched. Offsets and
@@ -218,12 +222,8 @@ impl StorageFile {
     /// Fetch `ranges` (merged across the store's gap) and keep them, so later reads inside
     /// them cost nothing. Object requests run concurrently.
     pub fn prefetch(&self, ranges: Vec<Range<u64>>) -> Result<()> {
-        self.prefetch_with_gap(ranges, self.coalesce_gap())
-    }
-
-    pub fn prefetch_with_gap(&self, ranges: Vec<Range<u64>>, gap: u64) -> Result<()> {
         let mut todo = Vec::new();
-        for r in coalesce_ranges(ranges, gap) {
+        for r in coalesce_ranges(ranges, self.coalesce_gap()) {
             self.check_bounds(r.start, r.end - r.start)?;
             if self.buffered(r.start, (r.end - r.start) as usize).is_none() {
                 todo.push(r);
@@ -249,35 +249,11 @@ impl StorageFile {
         Ok(())
     }
 
-    /// Keep fetched ranges; one that overlaps a kept range replaces nothing (both hold the
-    /// same bytes of the same version), so overlaps are dropped.
+    /// Keep fetched ranges (they may overlap: both hold the same version's bytes).
     pub fn keep(&self, fetched: impl IntoIterator<Item = (u64, Bytes)>) {
         let mut buffers = self.buffers.write().unwrap_or_else(|e| e.into_inner());
-        for (start, bytes) in fetched {
-            let end = start + bytes.len() as u64;
-            let overlaps = buffers
-                .iter()
-                .any(|(s, b)| *s < end && start < s + b.len() as u64);
-            if overlaps {
-                buffers.retain(|(s, b)| !(start <= *s && s + b.len() as u64 <= end));
-                if buffers
-                    .iter()
-                    .any(|(s, b)| *s < end && start < s + b.len() as u64)
-                {
-                    continue;
-                }
-            }
-            buffers.push((start, bytes));
-        }
+        buffers.extend(fetched);
         buffers.sort_by_key(|(s, _)| *s);
-    }
-
-    /// Drop prefetched bytes (a long-lived handle should not pin a row group's pages).
-    pub fn forget_prefetched(&self) {
-        self.buffers
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
     }
 }
 
