@@ -56,7 +56,7 @@ def write(
     if sort_by:
         data = _sorted(data, sort_by)
     target = os.fspath(path)
-    if "://" in target and not target.startswith("file://"):
+    if _native.is_object_url(target):
         with tempfile.TemporaryDirectory(prefix="pqindex-write-") as scratch:
             local = os.path.join(scratch, "object.parquet")
             write(

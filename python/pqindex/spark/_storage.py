@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-REMOTE_SCHEMES = ("s3://", "s3a://", "gs://", "az://", "azure://", "abfs://", "abfss://", "adl://")
+from pqindex._native import is_object_url
 
 # Hadoop s3a key -> object_store key.
 _S3A_KEYS = {
@@ -19,7 +19,7 @@ _S3A_KEYS = {
 
 def is_remote(paths: Sequence[str]) -> bool:
     """Whether the source names objects in a store rather than local files."""
-    return any(p.startswith(REMOTE_SCHEMES) or p.startswith(("http://", "https://")) for p in paths)
+    return any(is_object_url(p) for p in paths)
 
 
 def s3a_storage_options(spark: Any) -> dict[str, str]:

@@ -100,3 +100,9 @@ pub fn configure_storage(paths: &[String], options: Option<&StorageOptions>) -> 
     }
     object::configure_all(&remote, &options.0).map_err(crate::error::to_py_err)
 }
+
+/// Whether `path` names an object in a store (`s3://`, `gs://`, ...) rather than a local file.
+#[pyfunction]
+pub fn is_object_url(path: &str) -> bool {
+    pqindex_core::io::object::is_remote(path)
+}
