@@ -261,7 +261,11 @@ pub fn catalog_rows<'py>(
             .iter()
             .map(|p| {
                 let rel = pqindex_core::catalog::relative(&root, p);
-                pqindex_core::catalog::summarise(p, &rel, &columns, global_cache())
+                let file = pqindex_core::io::StorageFile::open(
+                    p,
+                    std::sync::Arc::new(pqindex_core::io::IoStats::default()),
+                )?;
+                pqindex_core::catalog::summarise(&file, &rel, &columns, global_cache())
             })
             .collect::<pqindex_core::Result<Vec<_>>>()?;
         pqindex_core::catalog::store::to_batch(&columns, &entries)

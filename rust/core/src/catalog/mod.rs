@@ -259,26 +259,25 @@ impl Catalog {
         let total = listing.files.len() as u64;
         for (i, f) in listing.files.iter().enumerate() {
             let rel = relative(root, &f.path);
-            // An object's listing names its ETag; a local file is looked at again.
-            let id = if crate::io::object::is_remote(&f.path) {
-                f.identity.clone()
-            } else {
-                FileIdentity::stat(&f.path)?
+            let summary = || {
+                let file =
+                    StorageFile::open_listed(&f.path, &f.identity, Arc::new(IoStats::default()))?;
+                summarise(&file, &rel, columns, cache)
             };
             match old.get(&rel) {
-                Some(e) if e.describes(&id) => {
+                Some(e) if e.describes(&f.identity) => {
                     report.kept += 1;
                     entries.push(e.as_ref().clone());
                 }
                 Some(_) => {
                     report.changed += 1;
-                    entries.push(summarise(&f.path, &rel, columns, cache)?);
+                    entries.push(summary()?);
                 }
                 None => {
                     if !old.is_empty() {
                         report.added += 1;
                     }
-                    entries.push(summarise(&f.path, &rel, columns, cache)?);
+                    entries.push(summary()?);
                 }
             }
             progress(i as u64 + 1, total)?;
@@ -485,14 +484,14 @@ pub fn relative(root: &str, path: &str) -> String {
 
 /// Summarise one data file (`rel` is its path relative to the dataset root).
 pub fn summarise(
-    path: &str,
+    file: &StorageFile,
     rel: &str,
     columns: &[CatalogColumn],
     cache: &MetadataCache,
 ) -> Result<CatalogEntry> {
-    let file = StorageFile::open(path, Arc::new(IoStats::default()))?;
+    let path = file.path();
     let id = file.identity().as_ref().clone();
-    let (md, _) = cache.get(&file, true)?;
+    let (md, _) = cache.get(file, true)?;
     let mut footer = Vec::new();
     parquet::file::metadata::ParquetMetaDataWriter::new(&mut footer, &md)
         .finish()
