@@ -194,12 +194,7 @@ fn rows_of(batch: &RecordBatch, partitions: &[Field]) -> Result<Vec<UnitRow>> {
     let paths = paths.as_string::<i32>();
     let (size, ino, rows) = (u64s("size")?, u64s("ino")?, u64s("row_group_rows")?);
     let (mtime, ctime) = (i64s("mtime_ns")?, i64s("ctime_ns")?);
-    // Tables written before objects were read have no ETag column.
-    let etags = match batch.column_by_name("etag") {
-        Some(c) => Some(arrow_cast::cast(c, &DataType::Utf8)?),
-        None => None,
-    };
-    let etags = etags.as_ref().map(|c| c.as_string::<i32>());
+    let etags = FileIdentity::etags(batch)?;
     let row_group = arrow_cast::cast(column(batch, "row_group")?, &DataType::UInt32)?;
     let row_group = row_group.as_primitive::<UInt32Type>();
     let list = |name: &str| -> Result<arrow_array::ListArray> {
@@ -218,7 +213,7 @@ fn rows_of(batch: &RecordBatch, partitions: &[Field]) -> Result<Vec<UnitRow>> {
         ),
     };
     let mut out = Vec::with_capacity(batch.num_rows());
-    for r in 0..batch.num_rows() {
+    for (r, etag) in etags.into_iter().enumerate() {
         let all = [
             &size as &dyn Array,
             &ino,
@@ -267,9 +262,7 @@ fn rows_of(batch: &RecordBatch, partitions: &[Field]) -> Result<Vec<UnitRow>> {
                 mtime_ns: mtime.value(r),
                 ino: ino.value(r),
                 ctime_ns: ctime.value(r),
-                etag: etags
-                    .filter(|e| e.is_valid(r))
-                    .map(|e| e.value(r).to_string()),
+                etag,
             },
             row_group: row_group.value(r) as usize,
             row_group_rows,

@@ -123,17 +123,11 @@ pub fn write(
         // Objects are written whole: a local file first, then one upload that makes it
         // visible at once.
         let obj = crate::io::object::locate(path)?;
-        let dir = std::env::temp_dir().join(format!(
-            "pqindex-write-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir.to_string_lossy(), e))?;
-        let local = dir.join("object.parquet");
-        let result = write(reader, &local.to_string_lossy(), opts)
-            .and_then(|rows| obj.upload(&local).map(|_| rows));
-        let _ = std::fs::remove_dir_all(&dir);
-        return result;
+        let dir = crate::io::object::scratch_dir()?;
+        let local = dir.path().join("object.parquet");
+        let rows = write(reader, &local.to_string_lossy(), opts)?;
+        obj.upload(&local)?;
+        return Ok(rows);
     }
     let given = reader.schema();
     let schema = storable_schema(&given);

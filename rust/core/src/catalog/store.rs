@@ -98,27 +98,18 @@ fn write_remote(
     columns: &[CatalogColumn],
     entries: &[CatalogEntry],
 ) -> Result<(PathBuf, u64)> {
-    let scratch = std::env::temp_dir().join(format!(
-        "pqindex-catalog-{}-{version}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let result = (|| {
-        let local = write_local(&scratch, version, columns, entries)?;
-        let size = std::fs::metadata(&local).map_or(0, |m| m.len());
-        let dir = format!("{}/{DIR}", root.trim_end_matches('/'));
-        let name = version_name(version);
-        object::locate(&format!("{dir}/{name}"))?.upload(&local)?;
-        object::locate(&format!("{dir}/{POINTER}"))?
-            .upload(&catalog_dir(&scratch).join(POINTER))?;
-        for old in version.saturating_sub(KEEP_OLD + 16)..version.saturating_sub(KEEP_OLD) {
-            let _ =
-                object::locate(&format!("{dir}/{}", version_name(old))).and_then(|o| o.delete());
-        }
-        Ok((PathBuf::from(format!("{dir}/{name}")), size))
-    })();
-    let _ = std::fs::remove_dir_all(&scratch);
-    result
+    let scratch = object::scratch_dir()?;
+    let local = write_local(scratch.path(), version, columns, entries)?;
+    let size = std::fs::metadata(&local).map_or(0, |m| m.len());
+    let dir = format!("{}/{DIR}", root.trim_end_matches('/'));
+    let name = version_name(version);
+    object::locate(&format!("{dir}/{name}"))?.upload(&local)?;
+    let pointer = catalog_dir(scratch.path()).join(POINTER);
+    object::locate(&format!("{dir}/{POINTER}"))?.upload(&pointer)?;
+    for old in version.saturating_sub(KEEP_OLD + 16)..version.saturating_sub(KEEP_OLD) {
+        let _ = object::locate(&format!("{dir}/{}", version_name(old))).and_then(|o| o.delete());
+    }
+    Ok((PathBuf::from(format!("{dir}/{name}")), size))
 }
 
 fn write_local(
@@ -313,9 +304,7 @@ pub fn entries_from_batch(
     let mtime = get("mtime_ns")?;
     let ino = get("ino")?;
     let ctime = get("ctime_ns")?;
-    // Catalogs written before objects were read have no ETag column.
-    let etags = batch.column_by_name("etag").cloned();
-    let etags = etags.as_ref().and_then(|c| c.as_string_opt::<i32>());
+    let etags = FileIdentity::etags(batch).map_err(|e| bad(e.to_string()))?;
     let rows = get("num_rows")?;
     let rgs = get("num_row_groups")?;
     let footer = get("footer")?;
@@ -344,7 +333,7 @@ pub fn entries_from_batch(
         maxs.push(get(&format!("max.{}", c.name))?);
         nulls.push(get(&format!("null_count.{}", c.name))?);
     }
-    for r in 0..batch.num_rows() {
+    for (r, etag) in etags.into_iter().enumerate() {
         let summaries = (0..columns.len())
             .map(|i| {
                 let bin = |a: &ArrayRef| {
@@ -376,9 +365,7 @@ pub fn entries_from_batch(
             mtime_ns: mtime.value(r),
             ino: ino.value(r),
             ctime_ns: ctime.value(r),
-            etag: etags
-                .filter(|e| e.is_valid(r))
-                .map(|e| e.value(r).to_string()),
+            etag,
             num_rows: rows.value(r),
             num_row_groups: rgs.value(r),
             footer: Bytes::copy_from_slice(footer.value(r)),

@@ -45,6 +45,21 @@ impl FileIdentity {
         ]
     }
 
+    /// The ETag of each row of a table of identities; tables written before objects were
+    /// read have no `etag` column, and their rows none.
+    pub fn etags(batch: &arrow_array::RecordBatch) -> Result<Vec<Option<String>>> {
+        use arrow_array::cast::AsArray;
+        let Some(column) = batch.column_by_name("etag") else {
+            return Ok(vec![None; batch.num_rows()]);
+        };
+        let column = arrow_cast::cast(column, &arrow_schema::DataType::Utf8)?;
+        Ok(column
+            .as_string::<i32>()
+            .iter()
+            .map(|e| e.map(str::to_string))
+            .collect())
+    }
+
     /// The identity of `path` now: a `stat`, or a HEAD request for an object.
     pub fn stat(path: &str) -> Result<Self> {
         if crate::io::object::is_remote(path) {
@@ -95,7 +110,13 @@ impl IoStats {
 
     /// Count one read of `range` of `path`, and describe it while the log has room.
     pub fn record_read(&self, path: &str, range: std::ops::Range<u64>) {
-        self.record(range.end - range.start);
+        self.bytes
+            .fetch_add(range.end - range.start, Ordering::Relaxed);
+        let before = self.requests.fetch_add(1, Ordering::Relaxed);
+        // Only the first requests take the lock: reads are a hot path.
+        if before >= LOGGED_REQUESTS as u64 + self.list_requests() {
+            return;
+        }
         let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         if log.len() < LOGGED_REQUESTS {
             log.push(format!(

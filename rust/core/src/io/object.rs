@@ -530,7 +530,7 @@ impl ObjectLocation {
     /// downloaded when the upload starts; a concurrent replacement fails the edit
     /// (`FileChanged`) instead of being overwritten.
     pub fn rewrite<T>(&self, edit: impl FnOnce(&str) -> Result<T>) -> Result<T> {
-        let dir = tempfile_dir()?;
+        let dir = scratch_dir()?;
         let name = self.key.filename().unwrap_or("object.parquet");
         let local = dir.path().join(name);
         let before = self.download(&local)?;
@@ -547,41 +547,12 @@ impl ObjectLocation {
     }
 }
 
-/// A private scratch directory, removed when dropped.
-fn tempfile_dir() -> Result<TempDir> {
-    let base = std::env::temp_dir();
-    for attempt in 0..100u32 {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or_default();
-        let path = base.join(format!(
-            "pqindex-object-{}-{nanos}-{attempt}",
-            std::process::id()
-        ));
-        match std::fs::create_dir(&path) {
-            Ok(()) => return Ok(TempDir(path)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(Error::io(&path.to_string_lossy(), e)),
-        }
-    }
-    Err(Error::InvalidArgument(
-        "could not create a scratch directory".into(),
-    ))
-}
-
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn path(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A private scratch directory for local working copies, removed when dropped.
+pub fn scratch_dir() -> Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("pqindex-")
+        .tempdir()
+        .map_err(|e| Error::io(&std::env::temp_dir().to_string_lossy(), e))
 }
 
 #[cfg(test)]
