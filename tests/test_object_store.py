@@ -205,6 +205,14 @@ def test_missing_objects_and_bad_options(s3: S3Server) -> None:
         pqindex.scan(__file__, storage_options=opts)
     with pytest.raises(TypeError):
         pqindex.scan(f"s3://{BUCKET}/x/", storage_options={"max_retries": [1]})
+    with pytest.raises(pqindex.InvalidArgumentError, match="max_in_flight"):
+        pqindex.scan(f"s3://{BUCKET}/x/", storage_options={**opts, "max_in_flight": "many"})
+    with pytest.raises(pqindex.InvalidArgumentError, match="retry_timeout"):
+        pqindex.scan(f"s3://{BUCKET}/x/", storage_options={**opts, "retry_timeout": -1})
+    with pytest.raises(pqindex.SourceError, match="mixes local paths"):
+        pqindex.scan([f"s3://{BUCKET}/sorted/part-0.parquet", __file__], storage_options=opts)
+    with pytest.raises(pqindex.InvalidArgumentError, match=r"not a valid URL|recognise"):
+        pqindex.scan("s3://", storage_options=opts)
 
 
 def _http_error(status: int, code: str) -> bytes:
