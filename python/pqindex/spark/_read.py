@@ -201,7 +201,13 @@ class SparkScan:
         plan = self._plan.metrics()
         executors = self.executor_metrics()
         out = dict(plan)
-        for key in ("pages_read", "dictionary_pages_read", "rows_scanned", "rows_matched"):
+        for key in (
+            "pages_read",
+            "dictionary_pages_read",
+            "dictionary_pages_skipped",
+            "rows_scanned",
+            "rows_matched",
+        ):
             out[key] = plan.get(key, 0) + executors.get(key, 0)
         out["bytes_read"] = plan["bytes_read"] + executors.get("bytes_read", 0)
         out["executor_bytes_read"] = executors.get("bytes_read", 0)
@@ -250,6 +256,7 @@ class _ReadUnits:
                             "requests",
                             "pages_read",
                             "dictionary_pages_read",
+                            "dictionary_pages_skipped",
                             "rows_scanned",
                             "rows_matched",
                             "footers_read",

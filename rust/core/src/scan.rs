@@ -317,6 +317,7 @@ impl Scan {
             ("pages_pruned", m.pages_pruned),
             ("pages_read", l(&r.pages_read)),
             ("dictionary_pages_read", l(&r.dictionary_pages_read)),
+            ("dictionary_pages_skipped", l(&r.dictionary_pages_skipped)),
             ("rows_selected", m.rows_selected),
             ("rows_scanned", l(&r.rows_scanned)),
             ("rows_matched", l(&r.rows_matched)),
@@ -412,11 +413,12 @@ impl Scan {
         let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         let _ = writeln!(
             s,
-            "  read so far: {} rows scanned, {} matched, {} data pages, {} dictionary pages, {} bytes in {} requests ({} listing)",
+            "  read so far: {} rows scanned, {} matched, {} data pages, {} dictionary pages ({} not needed), {} bytes in {} requests ({} listing)",
             l(&r.rows_scanned),
             l(&r.rows_matched),
             l(&r.pages_read),
             l(&r.dictionary_pages_read),
+            l(&r.dictionary_pages_skipped),
             self.io.bytes(),
             self.io.requests(),
             self.io.list_requests()

@@ -177,8 +177,12 @@ impl StorageFile {
 
     /// Whether `range` was fetched already.
     pub fn is_buffered(&self, range: Range<u64>) -> bool {
-        self.buffered(range.start, (range.end - range.start) as usize)
-            .is_some()
+        self.prefetched(range).is_some()
+    }
+
+    /// The bytes of `range` if they were fetched already; never a request.
+    pub fn prefetched(&self, range: Range<u64>) -> Option<Bytes> {
+        self.buffered(range.start, range.end.checked_sub(range.start)? as usize)
     }
 
     /// The bytes from `start` to the end of the longest fetched range holding it, if any.

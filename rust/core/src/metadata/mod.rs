@@ -3,7 +3,9 @@
 
 pub mod cache;
 pub mod footer;
+pub mod page_header;
 pub mod tables;
+pub mod thrift;
 
 pub use cache::{global_cache, CacheInfo, MetadataCache};
 pub use footer::{load_page_index, read_footer};

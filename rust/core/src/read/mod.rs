@@ -5,6 +5,8 @@
 //! conjunct, most selective first); this module decides what to prefetch, in which order
 //! to evaluate, and shapes the output (column order, partition columns).
 
+mod dictionary;
+
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,6 +38,8 @@ pub struct ReadMetrics {
     pub rows_matched: AtomicU64,
     pub pages_read: AtomicU64,
     pub dictionary_pages_read: AtomicU64,
+    /// Dictionary pages not read because no selected page of their chunk uses them.
+    pub dictionary_pages_skipped: AtomicU64,
     pub units_read: AtomicU64,
 }
 
@@ -157,22 +161,37 @@ pub fn read_unit(
         l.dedup();
         l
     };
-    let ranges = byte_ranges(&md, rg, &eager_leaves, &unit.ranges, unit.row_group_rows);
-    file.prefetch(ranges).map_err(|e| e.in_file(&path))?;
+    let skipped = dictionary::fetch_selected_pages(
+        &file,
+        &md,
+        rg,
+        &eager_leaves,
+        &unit.ranges,
+        unit.row_group_rows,
+    )
+    .map_err(|e| e.in_file(&path))?;
     let offsets = Arc::new(Mutex::new(HashSet::new()));
     let tracked = TrackedFile {
         inner: file,
         offsets: offsets.clone(),
     };
+    // The reader sees the row group without the dictionaries no selected page uses.
+    let (reader_metadata, reader_rg) = if skipped.is_empty() {
+        (planned.reader_metadata.clone(), rg)
+    } else {
+        metrics
+            .dictionary_pages_skipped
+            .fetch_add(skipped.len() as u64, Ordering::Relaxed);
+        let one =
+            dictionary::without_dictionaries(&md, rg, &skipped).map_err(|e| e.in_file(&path))?;
+        (one, 0)
+    };
 
-    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(
-        tracked,
-        planned.reader_metadata.clone(),
-    )
-    .with_row_groups(vec![rg])
-    .with_projection(projection)
-    .with_batch_size(shape.batch_size)
-    .with_row_selection_policy(RowSelectionPolicy::Selectors);
+    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(tracked, reader_metadata)
+        .with_row_groups(vec![reader_rg])
+        .with_projection(projection)
+        .with_batch_size(shape.batch_size)
+        .with_row_selection_policy(RowSelectionPolicy::Selectors);
     if unit.ranges.row_count() < unit.row_group_rows {
         builder = builder.with_row_selection(unit.ranges.to_selection(unit.row_group_rows));
     }
@@ -241,7 +260,8 @@ pub fn read_unit(
 }
 
 /// Byte ranges of the pages of `leaves` that hold selected rows, with their dictionary
-/// pages; whole column chunks where there is no offset index.
+/// pages; whole column chunks where there is no offset index. An upper bound of what a
+/// read fetches.
 pub(crate) fn byte_ranges(
     md: &parquet::file::metadata::ParquetMetaData,
     rg: usize,
@@ -251,24 +271,15 @@ pub(crate) fn byte_ranges(
 ) -> Vec<std::ops::Range<u64>> {
     let mut out = Vec::new();
     for &leaf in leaves {
-        let chunk = md.row_group(rg).column(leaf);
-        let (start, len) = chunk.byte_range();
-        match page::offset_index(md, rg, leaf) {
-            Some(oi) if !oi.page_locations().is_empty() => {
-                let locs = oi.page_locations();
-                let first = locs[0].offset.max(0) as u64;
-                if first > start {
-                    out.push(start..first);
-                }
-                let bounds = page::page_boundaries(oi, rows);
-                for (i, loc) in locs.iter().enumerate() {
-                    if selected.overlaps(&(bounds[i]..bounds[i + 1].max(bounds[i]))) {
-                        let s = loc.offset.max(0) as u64;
-                        out.push(s..s + loc.compressed_page_size.max(0) as u64);
-                    }
-                }
+        match dictionary::selected_pages(md, rg, leaf, selected, rows) {
+            Some((pages, _)) => {
+                out.extend(dictionary::dictionary_range(md, rg, leaf));
+                out.extend(pages);
             }
-            _ => out.push(start..start + len),
+            None => {
+                let (start, len) = md.row_group(rg).column(leaf).byte_range();
+                out.push(start..start + len);
+            }
         }
     }
     out

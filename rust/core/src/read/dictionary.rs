@@ -1,0 +1,190 @@
+//! Fetching a unit's selected pages with only the dictionary pages they use.
+//!
+//! A column chunk's dictionary page comes before all its data pages, often megabytes
+//! before the one page a lookup selects, so on an object store it is a request of its
+//! own. Writers fall back to plain encoding when a dictionary grows too large (a sorted
+//! key of mostly distinct values does so early), so the selected pages often do not
+//! use it. Each selected page's header says whether it does; when none do, the reader is
+//! given the chunk without its dictionary and never asks for it.
+//!
+//! The footer's page encoding statistics say which encodings the chunk's data pages use,
+//! but not where: they decide only whether the dictionary is fetched along with the data
+//! pages (it is needed) or after their headers were read (it may not be).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::basic::Encoding;
+use parquet::file::metadata::{
+    ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataBuilder,
+};
+
+use crate::error::Result;
+use crate::io::StorageFile;
+use crate::metadata::page_header::needs_dictionary;
+use crate::prune::page;
+use crate::prune::row_ranges::RowRanges;
+
+/// Fetch the pages of `leaves` in row group `rg` that hold `selected` rows, each
+/// chunk's dictionary page only where a selected page uses it. Returns the leaves whose
+/// dictionary pages the read can skip.
+pub(crate) fn fetch_selected_pages(
+    file: &StorageFile,
+    md: &ParquetMetaData,
+    rg: usize,
+    leaves: &[usize],
+    selected: &RowRanges,
+    rows: u64,
+) -> Result<Vec<usize>> {
+    struct Undecided {
+        leaf: usize,
+        dictionary: Range<u64>,
+        pages: Vec<Range<u64>>,
+        fetched: bool,
+    }
+    let mut ranges = Vec::new();
+    let mut undecided = Vec::new();
+    for &leaf in leaves {
+        let chunk = md.row_group(rg).column(leaf);
+        let Some((pages, first_selected)) = selected_pages(md, rg, leaf, selected, rows) else {
+            let (start, len) = chunk.byte_range();
+            ranges.push(start..start + len);
+            continue;
+        };
+        ranges.extend(pages.iter().cloned());
+        if let Some(dictionary) = dictionary_range(md, rg, leaf) {
+            let fetched = fetch_with_pages(chunk, first_selected);
+            if fetched {
+                ranges.push(dictionary.clone());
+            }
+            undecided.push(Undecided {
+                leaf,
+                dictionary,
+                pages,
+                fetched,
+            });
+        }
+    }
+    file.prefetch(ranges)?;
+
+    let mut late = Vec::new();
+    let mut skipped = Vec::new();
+    for u in undecided {
+        let chunk = md.row_group(rg).column(u.leaf);
+        let used = only_dictionary_pages(chunk)
+            || u.pages.iter().any(|p| match file.prefetched(p.clone()) {
+                // A header that cannot be read keeps the dictionary: always safe.
+                Some(bytes) => needs_dictionary(&bytes).unwrap_or(true),
+                None => true,
+            });
+        if !used {
+            skipped.push(u.leaf);
+        } else if !u.fetched {
+            late.push(u.dictionary);
+        }
+    }
+    file.prefetch(late)?;
+    Ok(skipped)
+}
+
+/// Byte ranges of the pages of `leaf` holding `selected` rows, and whether the chunk's
+/// first data page is among them; `None` where there is no offset index.
+pub(crate) fn selected_pages(
+    md: &ParquetMetaData,
+    rg: usize,
+    leaf: usize,
+    selected: &RowRanges,
+    rows: u64,
+) -> Option<(Vec<Range<u64>>, bool)> {
+    let oi = page::offset_index(md, rg, leaf)?;
+    let locs = oi.page_locations();
+    if locs.is_empty() {
+        return None;
+    }
+    let bounds = page::page_boundaries(oi, rows);
+    let mut out = Vec::new();
+    let mut first_selected = false;
+    for (i, loc) in locs.iter().enumerate() {
+        if selected.overlaps(&(bounds[i]..bounds[i + 1].max(bounds[i]))) {
+            let s = loc.offset.max(0) as u64;
+            out.push(s..s + loc.compressed_page_size.max(0) as u64);
+            first_selected |= i == 0;
+        }
+    }
+    Some((out, first_selected))
+}
+
+/// The bytes between a chunk's start and its first data page: its dictionary page.
+pub(crate) fn dictionary_range(md: &ParquetMetaData, rg: usize, leaf: usize) -> Option<Range<u64>> {
+    let (start, _) = md.row_group(rg).column(leaf).byte_range();
+    let first = page::offset_index(md, rg, leaf)?
+        .page_locations()
+        .first()?
+        .offset
+        .max(0) as u64;
+    (first > start).then_some(start..first)
+}
+
+/// Whether the footer says every data page of the chunk is dictionary encoded.
+fn only_dictionary_pages(chunk: &ColumnChunkMetaData) -> bool {
+    chunk.page_encoding_stats_mask().is_some_and(|mask| {
+        mask.encodings()
+            .all(|e| matches!(e, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY))
+    })
+}
+
+/// Whether to fetch the dictionary page with the data pages rather than wait for their
+/// headers. Without encoding statistics it is fetched: a second round trip costs more
+/// than the bytes. With them, it waits when some data pages are plain and the first data
+/// page (dictionary encoded, if any is) is not selected.
+fn fetch_with_pages(chunk: &ColumnChunkMetaData, first_page_selected: bool) -> bool {
+    let Some(mask) = chunk.page_encoding_stats_mask() else {
+        return true;
+    };
+    let dictionary =
+        mask.is_set(Encoding::PLAIN_DICTIONARY) || mask.is_set(Encoding::RLE_DICTIONARY);
+    dictionary && (first_page_selected || only_dictionary_pages(chunk))
+}
+
+/// Reader metadata holding only row group `rg`, in which the chunks of `leaves` have no
+/// dictionary page (they start at their first data page), for a read that decodes only
+/// plain pages of those chunks. The reader then reads row group 0 of it.
+pub(crate) fn without_dictionaries(
+    md: &ParquetMetaData,
+    rg: usize,
+    leaves: &[usize],
+) -> Result<ArrowReaderMetadata> {
+    let row_group = md.row_group(rg);
+    let mut columns = Vec::with_capacity(row_group.num_columns());
+    for (leaf, chunk) in row_group.columns().iter().enumerate() {
+        match dictionary_range(md, rg, leaf).filter(|_| leaves.contains(&leaf)) {
+            Some(dictionary) => {
+                let (_, len) = chunk.byte_range();
+                let skipped = dictionary.end - dictionary.start;
+                columns.push(
+                    chunk
+                        .clone()
+                        .into_builder()
+                        .set_dictionary_page_offset(None)
+                        .set_data_page_offset(dictionary.end as i64)
+                        .set_total_compressed_size(len.saturating_sub(skipped) as i64)
+                        .build()?,
+                );
+            }
+            None => columns.push(chunk.clone()),
+        }
+    }
+    let row_group = row_group
+        .clone()
+        .into_builder()
+        .set_column_metadata(columns)
+        .build()?;
+    let one = ParquetMetaDataBuilder::new(md.file_metadata().clone())
+        .set_row_groups(vec![row_group])
+        .set_column_index(md.column_index().map(|ci| vec![ci[rg].clone()]))
+        .set_offset_index(md.offset_index().map(|oi| vec![oi[rg].clone()]))
+        .build();
+    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+    Ok(ArrowReaderMetadata::try_new(Arc::new(one), options)?)
+}

@@ -1,0 +1,112 @@
+"""Dictionary pages are read only when a selected page uses them.
+
+Writers fall back from dictionary to plain encoding part way through a chunk when the
+dictionary grows too large; a lookup that selects only plain pages must give the same rows
+without reading the dictionary. DuckDB is the referee.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pqindex
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_differential import duckdb_table
+
+ROWS = 60_000
+
+
+def fallback_table() -> pa.Table:
+    """A sorted key of distinct values (falls back early), a string of distinct values
+    (falls back too), a low-cardinality column (never falls back) and nulls."""
+    keys = list(range(ROWS))
+    return pa.table(
+        {
+            "k": pa.array(keys, pa.int64()),
+            "s": pa.array([None if i % 97 == 0 else f"name-{i:06d}" for i in keys]),
+            "g": pa.array([i % 7 for i in keys], pa.int32()),
+        }
+    )
+
+
+@pytest.fixture(scope="module", params=["1.0", "2.0"])
+def fallback_file(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Written by pyarrow with data pages of version 1 or 2 (their headers differ)."""
+    path = tmp_path_factory.mktemp("fallback") / f"v{request.param}.parquet"
+    pq.write_table(
+        fallback_table(),
+        path,
+        row_group_size=30_000,
+        dictionary_pagesize_limit=16 * 1024,
+        data_page_size=8 * 1024,
+        data_page_version=request.param,
+        write_batch_size=1_000,
+        write_page_index=True,
+    )
+    return path
+
+
+def dictionary_chunks(path: Path) -> int:
+    md = pq.ParquetFile(path).metadata
+    return sum(
+        md.row_group(r).column(c).has_dictionary_page
+        for r in range(md.num_row_groups)
+        for c in range(md.num_columns)
+    )
+
+
+CASES = [
+    ("k = 25000", ["k"]),
+    ("k = 25000", None),
+    ("k BETWEEN 20000 AND 20500", ["k", "s"]),
+    ("k = 3", ["k", "s", "g"]),
+    ("k IN (5, 29000, 59999)", None),
+    ("s = 'name-040000'", ["s", "k"]),
+    ("s IS NULL AND k > 50000", ["k", "s"]),
+    ("g = 3 AND k > 59000", ["g", "k"]),
+    (None, ["k", "s"]),
+]
+
+
+@pytest.mark.parametrize(("where", "columns"), CASES)
+def test_rows_match_duckdb(
+    fallback_file: Path, where: str | None, columns: list[str] | None, duckdb_con: Any
+) -> None:
+    assert dictionary_chunks(fallback_file) > 0
+    scan = pqindex.scan(str(fallback_file), where=where, columns=columns)
+    got = scan.to_arrow()
+    sql = f"SELECT {', '.join(columns) if columns else '*'} FROM read_parquet('{fallback_file}')"
+    if where:
+        sql += f" WHERE {where}"
+    want = duckdb_table(duckdb_con, sql)
+    assert got.sort_by("k").equals(want.sort_by("k").cast(got.schema))
+
+
+def test_a_lookup_in_plain_pages_skips_the_dictionary(fallback_file: Path) -> None:
+    scan = pqindex.scan(str(fallback_file), where="k = 25000", columns=["k"])
+    assert scan.to_arrow().column("k").to_pylist() == [25000]
+    m = scan.metrics()
+    assert m["dictionary_pages_skipped"] == 1
+    assert m["dictionary_pages_read"] == 0
+    assert m["pages_read"] == 1
+    assert "1 not needed" in scan.explain()
+
+
+def test_a_lookup_in_dictionary_pages_reads_the_dictionary(fallback_file: Path) -> None:
+    """The first pages of each chunk are dictionary encoded."""
+    scan = pqindex.scan(str(fallback_file), where="k = 3", columns=["k", "g"])
+    assert scan.to_arrow().column("k").to_pylist() == [3]
+    m = scan.metrics()
+    assert m["dictionary_pages_skipped"] == 0
+    assert m["dictionary_pages_read"] == 2
+
+
+def test_a_full_scan_reads_every_dictionary(fallback_file: Path) -> None:
+    scan = pqindex.scan(str(fallback_file))
+    assert scan.to_arrow().num_rows == ROWS
+    m = scan.metrics()
+    assert m["dictionary_pages_skipped"] == 0
+    assert m["dictionary_pages_read"] == dictionary_chunks(fallback_file)
