@@ -5,11 +5,13 @@ request and counts them (``tests/s3server.py``). The dataset (by default TPC-H l
 as Spark writes it, from ``benches/compare.py``'s data directory) is uploaded once. Each
 engine then runs each query over the same endpoint:
 
-* pqindex, with cold metadata (``clear_metadata_cache()`` before every run) and warm;
+* pqindex, with cold metadata (``clear_metadata_cache()`` before every run), warm, and
+  warm with ``list_cache_ttl`` set (the listing reused, as DataFusion's is by default);
 * pyarrow (``pq.read_table`` with ``filters`` over ``pyarrow.fs.S3FileSystem``);
 * polars (``scan_parquet("s3://...", storage_options=...)``, filter and select pushed down);
 * DataFusion (its ``AmazonS3`` store, ``pushdown_filters`` and ``reorder_filters`` on; one
-  session, so its footer cache is warm after the first run);
+  session, so its footer cache and its listing cache (on by default) are warm after the
+  first run);
 * DuckDB with the httpfs extension from PyPI. The extension is built for one DuckDB
   release, so DuckDB runs in a virtualenv of its own (``--duckdb-venv``, created on first
   use with the matching ``duckdb`` and ``duckdb-extension-httpfs``).
@@ -77,6 +79,12 @@ def pick_queries(source: Path) -> list[Query]:
             [("l_orderkey", "=", orderkey)],
         ),
         Query(
+            "point_sorted_key",
+            f"l_orderkey = {orderkey}",
+            ["l_orderkey"],
+            [("l_orderkey", "=", orderkey)],
+        ),
+        Query(
             "range_sorted_narrow",
             f"l_orderkey BETWEEN {orderkey} AND {orderkey + 1000}",
             ["l_orderkey", "l_quantity", "l_extendedprice"],
@@ -131,8 +139,10 @@ def measure(
     return times, rows, requests
 
 
-def run_pqindex(server: S3Server, q: Query, runs: int, cold: bool) -> Result:
-    opts = server.options()
+def run_pqindex(server: S3Server, q: Query, runs: int, cold: bool, list_cache: bool = False) -> Result:
+    """Cold: no footer cached. Warm: footers cached, the prefix listed by every scan.
+    With ``list_cache``: the listing reused too, as DataFusion's default listing cache does."""
+    opts = server.options(**({"list_cache_ttl": 600} if list_cache else {}))
     url = f"s3://{BUCKET}/{PREFIX}/"
 
     def once() -> int:
@@ -143,9 +153,10 @@ def run_pqindex(server: S3Server, q: Query, runs: int, cold: bool) -> Result:
         )
 
     times, rows, reqs = measure(server, runs, once, pqindex.clear_metadata_cache if cold else None)
-    return Result(
-        "pqindex (cold metadata)" if cold else "pqindex (warm metadata)", q.name, times, rows, reqs
-    )
+    name = "pqindex (cold metadata)" if cold else "pqindex (warm metadata)"
+    if list_cache:
+        name = "pqindex (warm metadata, listing cached)"
+    return Result(name, q.name, times, rows, reqs)
 
 
 def run_pyarrow(server: S3Server, q: Query, runs: int) -> Result:
@@ -378,6 +389,7 @@ def main() -> None:
             if "pqindex" in engines:
                 results.append(run_pqindex(server, q, args.runs, cold=True))
                 results.append(run_pqindex(server, q, args.runs, cold=False))
+                results.append(run_pqindex(server, q, args.runs, cold=False, list_cache=True))
             if "pyarrow" in engines:
                 results.append(run_pyarrow(server, q, args.runs))
             if "polars" in engines:

@@ -461,3 +461,66 @@ def test_a_catalog_on_the_store_rules_out_objects(s3: S3Server, tmp_path: Path) 
     assert late.metrics()["files_not_in_catalog"] == 1
     refreshed = catalog.refresh()
     assert refreshed.num_files == 7 and refreshed.report()["added"] == 1
+
+
+def test_a_lookup_in_plain_pages_is_one_request_warm(s3: S3Server, tmp_path: Path) -> None:
+    """A sorted key's chunk falls back to plain pages early; its dictionary page, megabytes
+    before the page a lookup selects in real files, is not fetched. Warm metadata: the
+    listing and one data request."""
+    path = tmp_path / "fallback.parquet"
+    pq.write_table(
+        pa.table({"k": pa.array(range(100_000), pa.int64())}),
+        path,
+        dictionary_pagesize_limit=16 * 1024,
+        data_page_size=8 * 1024,
+        write_page_index=True,
+    )
+    s3.client().upload_file(str(path), BUCKET, "fallback/f.parquet")
+    url, opts = f"s3://{BUCKET}/fallback/", s3.options()
+    cold = pqindex.scan(url, where="k = 70000", columns=["k"], storage_options=opts)
+    assert cold.to_arrow().column("k").to_pylist() == [70000]
+    assert cold.metrics()["dictionary_pages_skipped"] == 1
+    s3.proxy.reset()
+    warm = pqindex.scan(url, where="k = 70001", columns=["k"], storage_options=opts)
+    assert warm.to_arrow().column("k").to_pylist() == [70001]
+    m = warm.metrics()
+    assert (m["requests"], m["list_requests"]) == (s3.proxy.requests, 1)
+    assert m["requests"] - m["list_requests"] == 1
+    assert m["dictionary_pages_read"] == 0
+
+
+def test_a_listing_is_reused_within_its_ttl(s3: S3Server, tmp_path: Path) -> None:
+    """Without ``list_cache_ttl`` every scan lists (a new object is seen at once); with it,
+    scans reuse the listing until an object read fails or pqindex writes to the store."""
+    client = s3.client()
+    path = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"x": list(range(100))}), path)
+    client.upload_file(str(path), BUCKET, "ttl/a.parquet")
+    url = f"s3://{BUCKET}/ttl/"
+
+    def scan(opts: dict[str, Any]) -> tuple[list[int], int]:
+        s = pqindex.scan(url, where="x >= 99", storage_options=opts)
+        return sorted(s.to_arrow().column("x").to_pylist()), s.metrics()["list_requests"]
+
+    ttl = s3.options(list_cache_ttl=600)
+    assert scan(ttl) == ([99], 1)
+    assert scan(ttl) == ([99], 0)
+    pq.write_table(pa.table({"x": [100]}), tmp_path / "b.parquet")
+    client.upload_file(str(tmp_path / "b.parquet"), BUCKET, "ttl/b.parquet")
+    assert scan(s3.options()) == ([99, 100], 1), "no ttl: the new object is seen"
+    # Other options give another store; the same ttl options again reuse this one's listing.
+    assert scan(ttl) == ([99, 100], 1)
+    assert scan(ttl) == ([99, 100], 0)
+
+    # Replaced behind the cache's back: the read fails, and the next scan lists again.
+    pq.write_table(pa.table({"x": [99, 101]}), path)
+    client.upload_file(str(path), BUCKET, "ttl/a.parquet")
+    with pytest.raises(pqindex.FileChangedError):
+        scan(ttl)
+    assert scan(ttl) == ([99, 100, 101], 1)
+
+    # A write through pqindex drops the cached listings of its store.
+    pqindex.write(pa.table({"x": [102]}), f"{url}c.parquet", storage_options=ttl)
+    assert scan(ttl) == ([99, 100, 101, 102], 1)
+    with pytest.raises(pqindex.InvalidArgumentError, match="list_cache_ttl"):
+        pqindex.scan(url, storage_options=s3.options(list_cache_ttl="soon"))

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -40,6 +40,10 @@ pub struct ReadSettings {
     /// Bytes fetched from the end of an object to find its footer; big enough to take most
     /// footers and their page index in the same request.
     pub footer_hint: u64,
+    /// How long a scan may reuse an earlier scan's listing of the same prefix. Zero (the
+    /// default) lists every time, so added and deleted objects are seen at once; a longer
+    /// time saves the listing's round trip on repeated queries.
+    pub list_cache_ttl: Duration,
 }
 
 impl Default for ReadSettings {
@@ -48,15 +52,35 @@ impl Default for ReadSettings {
             max_in_flight: 16,
             coalesce_gap: 1024 * 1024,
             footer_hint: 512 * 1024,
+            list_cache_ttl: Duration::ZERO,
         }
     }
 }
+
+/// The objects below a prefix: keys relative to it, and identities.
+pub type Listed = Arc<Vec<(String, FileIdentity)>>;
 
 /// One configured store: a bucket, container or HTTP host.
 #[derive(Debug)]
 pub struct Store {
     pub inner: Arc<dyn ObjectStore>,
     pub settings: ReadSettings,
+    /// The options it was built from.
+    options: Vec<(String, String)>,
+    /// The process that built it.
+    pid: u32,
+    /// Recent listings by prefix key, kept `list_cache_ttl`; any write through this
+    /// store drops them all.
+    listings: Mutex<HashMap<String, (Instant, Listed)>>,
+}
+
+impl Store {
+    fn forget_listings(&self) {
+        self.listings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
 }
 
 /// An object named by a URL: its store and its key in the store.
@@ -104,13 +128,26 @@ fn registry() -> &'static Mutex<HashMap<String, Arc<Store>>> {
 /// Set the options for the store holding `url` (its bucket, container or host). Later
 /// reads of any object in that store use them. Options the store does not know are
 /// refused rather than ignored: a misspelt endpoint would otherwise reach AWS.
+///
+/// The same options again keep the store as it is: its connections (a TLS handshake
+/// saved per scan) and its cached listings.
 pub fn configure(url: &str, options: &[(String, String)]) -> Result<()> {
     let parsed = parse_url(url)?;
+    let key = store_key(&parsed);
+    let unchanged = |s: &Arc<Store>| s.options == options && s.pid == std::process::id();
+    if registry()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&key)
+        .is_some_and(unchanged)
+    {
+        return Ok(());
+    }
     let store = Arc::new(build_store(&parsed, options)?);
     registry()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .insert(store_key(&parsed), store);
+        .insert(key, store);
     Ok(())
 }
 
@@ -132,9 +169,12 @@ pub fn locate(url: &str) -> Result<ObjectLocation> {
     let store = {
         let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
         match reg.get(&key) {
-            Some(s) => s.clone(),
-            None => {
-                let s = Arc::new(build_store(&parsed, &[])?);
+            Some(s) if s.pid == std::process::id() => s.clone(),
+            // A forked child rebuilds its parent's store: pooled connections belong to
+            // the parent's runtime.
+            known => {
+                let options = known.map(|s| s.options.clone()).unwrap_or_default();
+                let s = Arc::new(build_store(&parsed, &options)?);
                 reg.insert(key, s.clone());
                 s
             }
@@ -153,6 +193,17 @@ fn option_error(key: &str, value: &str, e: impl std::fmt::Display) -> Error {
     Error::InvalidArgument(format!("storage option {key}={value:?}: {e}"))
 }
 
+/// A duration given as a number of seconds.
+fn seconds(key: &str, value: &str) -> Result<Duration> {
+    let secs = value
+        .parse::<f64>()
+        .map_err(|e| option_error(key, value, e))?;
+    if !(secs.is_finite() && (0.0..=1e9).contains(&secs)) {
+        return Err(option_error(key, value, "not a number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
     let mut settings = ReadSettings::default();
     let mut retry = RetryConfig {
@@ -169,13 +220,8 @@ fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
             "coalesce_gap" => settings.coalesce_gap = number()?,
             "footer_hint" => settings.footer_hint = number()?.max(8),
             "max_retries" => retry.max_retries = number()? as usize,
-            "retry_timeout" => {
-                let secs = v.parse::<f64>().map_err(|e| option_error(k, v, e))?;
-                if !(secs.is_finite() && secs >= 0.0) {
-                    return Err(option_error(k, v, "not a number of seconds"));
-                }
-                retry.retry_timeout = Duration::from_secs_f64(secs);
-            }
+            "retry_timeout" => retry.retry_timeout = seconds(k, v)?,
+            "list_cache_ttl" => settings.list_cache_ttl = seconds(k, v)?,
             _ => passed.push((key, v.clone())),
         }
     }
@@ -235,7 +281,13 @@ fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
             )))
         }
     };
-    Ok(Store { inner, settings })
+    Ok(Store {
+        inner,
+        settings,
+        options: options.to_vec(),
+        pid: std::process::id(),
+        listings: Mutex::default(),
+    })
 }
 
 fn store_error(url: &Url) -> impl Fn(object_store::Error) -> Error + '_ {
@@ -321,6 +373,37 @@ impl ObjectLocation {
         Ok(self.identity_of(&r.meta))
     }
 
+    /// Every object below this location, as a scan sees it: from a listing younger than
+    /// `list_cache_ttl` when there is one (then `false`: no request made).
+    pub fn list_for_scan(&self) -> Result<(Listed, bool)> {
+        let ttl = self.store.settings.list_cache_ttl;
+        let key = self.key.as_ref().to_string();
+        if !ttl.is_zero() {
+            let cached = self
+                .store
+                .listings
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if let Some((at, listed)) = cached.get(&key) {
+                if at.elapsed() < ttl {
+                    return Ok((listed.clone(), false));
+                }
+            }
+        }
+        let at = Instant::now();
+        let listed = Arc::new(self.list()?);
+        if !ttl.is_zero() {
+            let mut cached = self
+                .store
+                .listings
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            cached.retain(|_, (t, _)| t.elapsed() < ttl);
+            cached.insert(key, (at, listed.clone()));
+        }
+        Ok((listed, true))
+    }
+
     /// Every object below this location (as a directory), with keys relative to it.
     pub fn list(&self) -> Result<Vec<(String, FileIdentity)>> {
         let prefix = (!self.key.as_ref().is_empty()).then_some(&self.key);
@@ -349,6 +432,15 @@ impl ObjectLocation {
         Ok(out)
     }
 
+    /// An object gone or replaced since it was listed: cached listings are out of date,
+    /// so the next scan lists again.
+    fn stale(&self, e: Error) -> Error {
+        if matches!(e, Error::NotFound { .. } | Error::FileChanged { .. }) {
+            self.store.forget_listings();
+        }
+        e
+    }
+
     fn get_options(&self, etag: Option<&str>, range: GetRange) -> GetOptions {
         GetOptions {
             if_match: etag.map(str::to_string),
@@ -367,14 +459,14 @@ impl ObjectLocation {
             .inner
             .get_opts(&self.key, opts)
             .await
-            .map_err(|e| map_error(&self.url, e))?;
+            .map_err(|e| self.stale(map_error(&self.url, e)))?;
         // Stores that ignore If-Match still name the version they served.
         if let (Some(want), Some(got)) = (etag, r.meta.e_tag.as_deref()) {
             if want != got {
-                return Err(Error::FileChanged {
+                return Err(self.stale(Error::FileChanged {
                     path: self.url.clone(),
                     what: "ETag".to_string(),
-                });
+                }));
             }
         }
         let bytes = r.bytes().await.map_err(|e| map_error(&self.url, e))?;
@@ -453,6 +545,7 @@ impl ObjectLocation {
         let shown = src.to_string_lossy().into_owned();
         let mut file = std::fs::File::open(src).map_err(|e| Error::io(&shown, e))?;
         let size = file.metadata().map_err(|e| Error::io(&shown, e))?.len();
+        self.store.forget_listings();
         let store = &self.store.inner;
         let read_part = |file: &mut std::fs::File| -> Result<Bytes> {
             let mut buf = Vec::with_capacity(PART);
@@ -519,6 +612,7 @@ impl ObjectLocation {
     /// Delete the object (a missing object is not an error: the aim is its absence).
     pub fn delete(&self) -> Result<()> {
         use object_store::ObjectStoreExt;
+        self.store.forget_listings();
         match block_on(self.store.inner.delete(&self.key)) {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(map_error(&self.url, e)),

@@ -129,9 +129,11 @@ fn list_objects(paths: &[String]) -> Result<Listing> {
                 Err(e) => return Err(e),
             }
         }
-        let below = loc.list()?;
-        // S3 returns at most 1,000 keys per listing page.
-        requests += 1 + below.len().saturating_sub(1) as u64 / 1000;
+        let (below, listed) = loc.list_for_scan()?;
+        if listed {
+            // S3 returns at most 1,000 keys per listing page.
+            requests += 1 + below.len().saturating_sub(1) as u64 / 1000;
+        }
         if below.is_empty() {
             // Not a prefix: the object itself, or nothing.
             requests += 1;
@@ -142,7 +144,7 @@ fn list_objects(paths: &[String]) -> Result<Listing> {
         refuse_table_format_keys(p, below.iter().map(|(rel, _)| rel.as_str()))?;
         has_catalog |= single && below.iter().any(|(rel, _)| rel == "_pqindex/CURRENT");
         let before = found.len();
-        for (rel, identity) in below {
+        for (rel, identity) in below.iter().cloned() {
             let segments: Vec<&str> = rel.split('/').collect();
             if segments.iter().any(|s| is_hidden(s)) {
                 continue;
