@@ -5,8 +5,9 @@ request and counts them (``tests/s3server.py``). The dataset (by default TPC-H l
 as Spark writes it, from ``benches/compare.py``'s data directory) is uploaded once. Each
 engine then runs each query over the same endpoint:
 
-* pqindex, with cold metadata (``clear_metadata_cache()`` before every run), warm, and
-  warm with ``list_cache_ttl`` set (the listing reused, as DataFusion's is by default);
+* pqindex, with cold metadata (``clear_metadata_cache()`` before every run), warm, warm
+  with ``list_cache_ttl`` set (the listing reused, as DataFusion's is by default), and warm
+  with ``data_cache_size`` set as well (fetched ranges kept, as DuckDB's are by default);
 * pyarrow (``pq.read_table`` with ``filters`` over ``pyarrow.fs.S3FileSystem``);
 * polars (``scan_parquet("s3://...", storage_options=...)``, filter and select pushed down);
 * DataFusion (its ``AmazonS3`` store, ``pushdown_filters`` and ``reorder_filters`` on; one
@@ -139,10 +140,23 @@ def measure(
     return times, rows, requests
 
 
-def run_pqindex(server: S3Server, q: Query, runs: int, cold: bool, list_cache: bool = False) -> Result:
+PQINDEX_MODES = {
+    "cold": ("pqindex (cold metadata)", {}),
+    "warm": ("pqindex (warm metadata)", {}),
+    "listing": ("pqindex (warm, listing cached)", {"list_cache_ttl": 600}),
+    "data": (
+        "pqindex (warm, listing and data cached)",
+        {"list_cache_ttl": 600, "data_cache_size": 1 << 30},
+    ),
+}
+
+
+def run_pqindex(server: S3Server, q: Query, runs: int, mode: str) -> Result:
     """Cold: no footer cached. Warm: footers cached, the prefix listed by every scan.
-    With ``list_cache``: the listing reused too, as DataFusion's default listing cache does."""
-    opts = server.options(**({"list_cache_ttl": 600} if list_cache else {}))
+    ``listing``: the listing reused too, as DataFusion's default listing cache does.
+    ``data``: fetched ranges kept in memory as well, as DuckDB's default data cache does."""
+    name, extra = PQINDEX_MODES[mode]
+    opts = server.options(**extra)
     url = f"s3://{BUCKET}/{PREFIX}/"
 
     def once() -> int:
@@ -152,10 +166,8 @@ def run_pqindex(server: S3Server, q: Query, runs: int, cold: bool, list_cache: b
             .num_rows
         )
 
-    times, rows, reqs = measure(server, runs, once, pqindex.clear_metadata_cache if cold else None)
-    name = "pqindex (cold metadata)" if cold else "pqindex (warm metadata)"
-    if list_cache:
-        name = "pqindex (warm metadata, listing cached)"
+    cold = pqindex.clear_metadata_cache if mode == "cold" else None
+    times, rows, reqs = measure(server, runs, once, cold)
     return Result(name, q.name, times, rows, reqs)
 
 
@@ -387,9 +399,8 @@ def main() -> None:
         python = duckdb_python(args.duckdb_venv) if "duckdb" in engines else None
         for q in queries:
             if "pqindex" in engines:
-                results.append(run_pqindex(server, q, args.runs, cold=True))
-                results.append(run_pqindex(server, q, args.runs, cold=False))
-                results.append(run_pqindex(server, q, args.runs, cold=False, list_cache=True))
+                for mode in PQINDEX_MODES:
+                    results.append(run_pqindex(server, q, args.runs, mode))
             if "pyarrow" in engines:
                 results.append(run_pyarrow(server, q, args.runs))
             if "polars" in engines:

@@ -524,3 +524,34 @@ def test_a_listing_is_reused_within_its_ttl(s3: S3Server, tmp_path: Path) -> Non
     assert scan(ttl) == ([99, 100, 101, 102], 1)
     with pytest.raises(pqindex.InvalidArgumentError, match="list_cache_ttl"):
         pqindex.scan(url, storage_options=s3.options(list_cache_ttl="soon"))
+
+
+def test_data_cache_serves_repeated_reads_of_the_same_version(s3: S3Server, tmp_path: Path) -> None:
+    """With ``data_cache_size``, a repeated query fetches no data; a replaced object (a new
+    ETag) is fetched anew; a budget too small for a range keeps nothing."""
+    client = s3.client()
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"x": list(range(50_000))}), path, write_page_index=True)
+    client.upload_file(str(path), BUCKET, "cached/d.parquet")
+    url = f"s3://{BUCKET}/cached/"
+
+    def scan(opts: dict[str, Any]) -> tuple[list[int], int]:
+        """The rows, and the requests reading them took (planning's are not counted)."""
+        where = "x IN (7, 10007, 20007, 30007, 40007, 50007)"
+        s = pqindex.scan(url, where=where, storage_options=opts)
+        s3.proxy.reset()
+        rows = sorted(s.to_arrow().column("x").to_pylist())
+        return rows, s3.proxy.requests
+
+    first = [7, 10007, 20007, 30007, 40007]
+    cached = s3.options(data_cache_size=64 << 20)
+    assert scan(cached) == (first, 1)
+    assert scan(cached) == (first, 0)
+
+    pq.write_table(pa.table({"x": list(range(100, 50_100))}), path, write_page_index=True)
+    client.upload_file(str(path), BUCKET, "cached/d.parquet")
+    assert scan(cached) == ([*first[1:], 50007], 1)
+
+    tiny = s3.options(data_cache_size=16)
+    assert scan(tiny) == ([*first[1:], 50007], 1)
+    assert scan(tiny) == ([*first[1:], 50007], 1)

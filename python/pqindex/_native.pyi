@@ -15,7 +15,7 @@ class _ArrowArray(Protocol):
 StrPath = str | PathLike[str]
 Source = StrPath | Sequence[StrPath]
 # Options of the object store a URL names (endpoint, region, credentials, max_in_flight,
-# coalesce_gap, footer_hint, max_retries, retry_timeout, list_cache_ttl).
+# coalesce_gap, footer_hint, max_retries, retry_timeout, list_cache_ttl, data_cache_size).
 StorageOptions = Mapping[str, str | int | float | bool]
 
 __version__: str

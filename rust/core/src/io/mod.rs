@@ -5,6 +5,7 @@ pub mod coalesce;
 pub mod file;
 pub mod identity;
 pub mod object;
+pub mod range_cache;
 
 pub use file::StorageFile;
 pub use identity::{FileIdentity, IoStats};

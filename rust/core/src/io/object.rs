@@ -27,6 +27,7 @@ use object_store::{
 use url::Url;
 
 use crate::error::{Error, Result};
+use crate::io::range_cache::RangeCache;
 use crate::io::FileIdentity;
 
 /// How reads from one store are shaped. Set with `storage_options` keys of the same names.
@@ -44,6 +45,8 @@ pub struct ReadSettings {
     /// default) lists every time, so added and deleted objects are seen at once; a longer
     /// time saves the listing's round trip on repeated queries.
     pub list_cache_ttl: Duration,
+    /// Bytes of fetched ranges kept in memory for later scans (0, the default: none).
+    pub data_cache_size: u64,
 }
 
 impl Default for ReadSettings {
@@ -53,6 +56,7 @@ impl Default for ReadSettings {
             coalesce_gap: 1024 * 1024,
             footer_hint: 512 * 1024,
             list_cache_ttl: Duration::ZERO,
+            data_cache_size: 0,
         }
     }
 }
@@ -72,6 +76,8 @@ pub struct Store {
     /// Recent listings by prefix key, kept `list_cache_ttl`; any write through this
     /// store drops them all.
     listings: Mutex<HashMap<String, (Instant, Listed)>>,
+    /// Fetched ranges kept for later scans, up to `data_cache_size` bytes.
+    pub data: Mutex<RangeCache>,
 }
 
 impl Store {
@@ -222,6 +228,7 @@ fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
             "max_retries" => retry.max_retries = number()? as usize,
             "retry_timeout" => retry.retry_timeout = seconds(k, v)?,
             "list_cache_ttl" => settings.list_cache_ttl = seconds(k, v)?,
+            "data_cache_size" => settings.data_cache_size = number()?,
             _ => passed.push((key, v.clone())),
         }
     }
@@ -283,6 +290,7 @@ fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
     };
     Ok(Store {
         inner,
+        data: Mutex::new(RangeCache::new(settings.data_cache_size)),
         settings,
         options: options.to_vec(),
         pid: std::process::id(),
