@@ -75,13 +75,22 @@ class SparkScan:
         self._spark = spark
         self._paths = _paths(source)
         self._storage_options = storage_options_for(spark, self._paths, storage_options)
-        if is_remote(self._paths):
-            # Spark's own reader may lack an s3a connector here: the schema comes from
-            # pqindex, and a SQL `where` is pushed as written.
+        remote = is_remote(self._paths)
+        probe: pqindex.Scan | None = None
+        if remote:
+            # Spark's own reader may lack an s3a connector here: the schema comes from a
+            # pqindex plan of every column, with a SQL `where` pushed as written (so it
+            # prunes as the real plan will, and is that plan when every column is read).
             import pyarrow as pa
             from pyspark.sql.pandas.types import from_arrow_schema
 
-            probe = pqindex.scan(self._paths, storage_options=self._storage_options)
+            self.predicate = where if isinstance(where, str) else None
+            try:
+                probe = self._scan(None, batch_size)
+            except (pqindex.PredicateError, pqindex.UnsupportedError):
+                # SQL text pqindex does not read the way Spark does: Spark's condition alone.
+                self.predicate = None
+                probe = self._scan(None, batch_size)
             base = spark.createDataFrame([], from_arrow_schema(pa.schema(probe)))
         else:
             base = spark.read.parquet(*self._paths)
@@ -95,19 +104,12 @@ class SparkScan:
             if name not in needed:
                 needed.append(name)
         self._read_schema = base.select(*needed).schema
-        if where is None:
-            self.predicate = None
-        elif is_remote(self._paths):
-            self.predicate = where if isinstance(where, str) else None
-        else:
-            self.predicate = pushed_predicate(spark, filtered)
-        try:
+        if probe is not None and needed == base.columns:
+            self._plan = probe
+        elif remote:
             self._plan = self._scan(needed, batch_size)
-        except (pqindex.PredicateError, pqindex.UnsupportedError):
-            if not is_remote(self._paths):
-                raise
-            # SQL text pqindex does not read the way Spark does: Spark's condition alone.
-            self.predicate = None
+        else:
+            self.predicate = pushed_predicate(spark, filtered) if where is not None else None
             self._plan = self._scan(needed, batch_size)
         self._units = self._plan.units()
         self.selected_bytes = int(sum(self._units.column("selected_bytes").to_pylist()))
@@ -116,7 +118,7 @@ class SparkScan:
         self._batch_size = batch_size
         self._accumulator: Any = None
 
-    def _scan(self, columns: list[str], batch_size: int) -> pqindex.Scan:
+    def _scan(self, columns: list[str] | None, batch_size: int) -> pqindex.Scan:
         return pqindex.scan(
             self._paths,
             where=self.predicate,
