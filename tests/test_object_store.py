@@ -474,6 +474,12 @@ def test_a_catalog_on_the_store_rules_out_objects(s3: S3Server, tmp_path: Path) 
     m = scan.metrics()
     assert m["files_pruned_by_catalog"] == 5
     assert m["footers_read"] == 0 and m["footers_from_catalog"] == 1
+    # Besides the listing: the catalog's pointer, its version's HEAD, the version itself
+    # (not read by this process before), and the kept object's data.
+    assert m["requests"] - m["list_requests"] == 3 + 1 == s3.proxy.requests - 1
+    s3.proxy.reset()
+    again = pqindex.scan(url, where="x = 4322", storage_options=opts)
+    assert again.metrics()["requests"] == s3.proxy.requests == 1 + 2, "planned: no version GET"
     assert scan.catalog_root is not None
 
     extra = tmp_path / "c9.parquet"

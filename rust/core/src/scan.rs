@@ -150,17 +150,17 @@ impl Scan {
             return Err(Error::InvalidArgument("batch_size must be positive".into()));
         }
         let listing = list_source(paths)?;
+        let io = Arc::new(IoStats::default());
+        io.record_listing(listing.requests);
         let catalog = match paths {
             [dir]
                 if !opts.ignore_catalog
                     && (listing.has_catalog || std::path::Path::new(dir).is_dir()) =>
             {
-                Catalog::open_cached(dir)?
+                Catalog::open_cached(dir, &io)?
             }
             _ => None,
         };
-        let io = Arc::new(IoStats::default());
-        io.record_listing(listing.requests);
         let first = &listing.files[0].path;
         if let Some(c) = &catalog {
             c.seed_as(first, &listing.files[0].identity, cache)?;

@@ -276,7 +276,10 @@ pub fn read_units(
     let planned = run_blocking(py, move |cancel| {
         // Footers of files the catalog describes come from it, not from the files.
         if let Some(root) = &catalog {
-            if let Some(c) = pqindex_core::catalog::Catalog::open_cached(root)? {
+            if let Some(c) = pqindex_core::catalog::Catalog::open_cached(
+                root,
+                &pqindex_core::io::IoStats::default(),
+            )? {
                 for b in &batches {
                     if let Some(paths) = b
                         .column_by_name("path")

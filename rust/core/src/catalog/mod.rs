@@ -171,21 +171,26 @@ impl Catalog {
 
     /// The catalog of the dataset at `root`, if it has one, from this process's memory when
     /// its current version was read before.
-    pub fn open_cached(root: &str) -> Result<Option<Arc<Catalog>>> {
+    ///
+    /// Requests to a store are counted in `io`: the pointer, the version's HEAD, and the
+    /// version itself when it was not read before.
+    pub fn open_cached(root: &str, io: &IoStats) -> Result<Option<Arc<Catalog>>> {
         let key = PathBuf::from(root);
-        let Some((_, file)) = store::current(&key)? else {
+        let Some((version, file)) = store::current(&key, io)? else {
             return Ok(None);
         };
-        let id = FileIdentity::stat(&file.to_string_lossy())?;
+        let shown = file.to_string_lossy();
+        let id = FileIdentity::stat(&shown)?;
+        if crate::io::object::is_remote(&shown) {
+            io.record_read(&shown, 0..0);
+        }
         if let Some((seen, c)) = loaded().lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             if seen == &id {
                 return Ok(Some(c.clone()));
             }
         }
-        let Some(c) = Self::open(root)? else {
-            return Ok(None);
-        };
-        let c = Arc::new(c);
+        let (columns, entries) = store::read(&file, io)?;
+        let c = Arc::new(Catalog::new(key.clone(), version, columns, entries));
         loaded()
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -196,10 +201,11 @@ impl Catalog {
     /// The catalog of the dataset at `root`, if it has one.
     pub fn open(root: &str) -> Result<Option<Catalog>> {
         let root = PathBuf::from(root);
-        let Some((version, file)) = store::current(&root)? else {
+        let io = IoStats::default();
+        let Some((version, file)) = store::current(&root, &io)? else {
             return Ok(None);
         };
-        let (columns, entries) = store::read(&file)?;
+        let (columns, entries) = store::read(&file, &io)?;
         Ok(Some(Catalog::new(root, version, columns, entries)))
     }
 
@@ -211,7 +217,7 @@ impl Catalog {
         progress: &dyn Fn(u64, u64) -> Result<()>,
     ) -> Result<(Catalog, CatalogReport)> {
         dataset_dir(root)?;
-        let previous = store::current(Path::new(root))?.map_or(0, |(v, _)| v);
+        let previous = store::current(Path::new(root), &IoStats::default())?.map_or(0, |(v, _)| v);
         Self::write_version(
             root,
             previous + 1,
@@ -300,7 +306,8 @@ impl Catalog {
         entries: Vec<CatalogEntry>,
     ) -> Result<(Catalog, CatalogReport)> {
         dataset_dir(root)?;
-        let version = store::current(Path::new(root))?.map_or(0, |(v, _)| v) + 1;
+        let version =
+            store::current(Path::new(root), &IoStats::default())?.map_or(0, |(v, _)| v) + 1;
         let (_, bytes) = store::write(Path::new(root), version, columns, &entries)?;
         let report = CatalogReport {
             version,

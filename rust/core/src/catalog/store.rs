@@ -24,7 +24,7 @@ use parquet::file::properties::WriterProperties;
 
 use crate::catalog::{CatalogColumn, CatalogEntry};
 use crate::error::{Error, Result};
-use crate::io::{object, FileIdentity};
+use crate::io::{object, FileIdentity, IoStats};
 
 pub const DIR: &str = "_pqindex";
 pub const POINTER: &str = "CURRENT";
@@ -45,11 +45,12 @@ fn remote(path: &Path) -> Option<String> {
     object::is_remote(&text).then(|| text.into_owned())
 }
 
-/// The current version and its file, if the dataset has a catalog.
-pub fn current(root: &Path) -> Result<Option<(u64, PathBuf)>> {
+/// The current version and its file, if the dataset has a catalog. A request to a store
+/// is counted in `io`.
+pub fn current(root: &Path, io: &IoStats) -> Result<Option<(u64, PathBuf)>> {
     let pointer = catalog_dir(root).join(POINTER);
     let text = match remote(&pointer) {
-        Some(url) => match object::locate(&url)?.get_whole()? {
+        Some(url) => match got(&url, object::locate(&url)?.get_whole()?, io) {
             Some(b) => String::from_utf8_lossy(&b).into_owned(),
             None => return Ok(None),
         },
@@ -248,13 +249,19 @@ pub fn to_batch(columns: &[CatalogColumn], entries: &[CatalogEntry]) -> Result<R
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
 }
 
-/// Read the catalog file at `path`: its columns and entries.
-pub fn read(path: &Path) -> Result<(Vec<CatalogColumn>, Vec<CatalogEntry>)> {
+/// Count a whole-object GET in `io`.
+fn got(url: &str, bytes: Option<Bytes>, io: &IoStats) -> Option<Bytes> {
+    io.record_read(url, 0..bytes.as_ref().map_or(0, |b| b.len() as u64));
+    bytes
+}
+
+/// Read the catalog file at `path`: its columns and entries. A request to a store is
+/// counted in `io`.
+pub fn read(path: &Path, io: &IoStats) -> Result<(Vec<CatalogColumn>, Vec<CatalogEntry>)> {
     let shown = path.to_string_lossy().into_owned();
     let bad = |why: String| Error::Source(format!("{shown}: not a pqindex catalog: {why}"));
     let bytes = match remote(path) {
-        Some(url) => object::locate(&url)?
-            .get_whole()?
+        Some(url) => got(&url, object::locate(&url)?.get_whole()?, io)
             .ok_or_else(|| Error::NotFound { path: url.clone() })?,
         None => Bytes::from(std::fs::read(path).map_err(|e| Error::io(&shown, e))?),
     };
