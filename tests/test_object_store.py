@@ -553,6 +553,8 @@ def test_a_listing_is_reused_within_its_ttl(s3: S3Server, tmp_path: Path) -> Non
     assert scan(ttl) == ([99, 100, 101, 102], 1)
     with pytest.raises(pqindex.InvalidArgumentError, match="list_cache_ttl"):
         pqindex.scan(url, storage_options=s3.options(list_cache_ttl="soon"))
+    with pytest.raises(pqindex.InvalidArgumentError, match="data_cache_size"):
+        pqindex.scan(url, storage_options=s3.options(data_cache_size=-1))
 
 
 def test_data_cache_serves_repeated_reads_of_the_same_version(s3: S3Server, tmp_path: Path) -> None:

@@ -242,31 +242,13 @@ impl StorageFile {
                 .map(|r| self.fetch(r.clone()))
                 .collect::<Result<_>>()?,
             Backend::Object(o) => {
-                // Ranges an earlier scan fetched from this version cost no request.
                 let etag = self.identity.etag.as_deref();
-                if let Some(etag) = etag.filter(|_| o.store.settings.data_cache_size > 0) {
-                    let data = o.store.data.lock().unwrap_or_else(|e| e.into_inner());
-                    let mut hits = Vec::new();
-                    todo.retain(|r| match data.get(&o.url, etag, r) {
-                        Some(b) => {
-                            hits.push((r.start, b));
-                            false
-                        }
-                        None => true,
-                    });
-                    drop(data);
-                    self.keep(hits);
-                }
+                self.keep(o.take_cached(etag, &mut todo));
                 let got = o.get_ranges(etag, &todo)?;
                 for r in &todo {
                     self.stats.record_read(self.path(), r.clone());
                 }
-                if let Some(etag) = etag.filter(|_| o.store.settings.data_cache_size > 0) {
-                    let mut data = o.store.data.lock().unwrap_or_else(|e| e.into_inner());
-                    for (r, b) in todo.iter().zip(&got) {
-                        data.insert(&o.url, etag, r.start, b.clone());
-                    }
-                }
+                o.remember(etag, &todo, &got);
                 got
             }
         };

@@ -495,6 +495,43 @@ impl ObjectLocation {
         block_on(self.get_range_async(etag, range))
     }
 
+    /// The store's data cache, when it has one and `etag` names the version to look for.
+    fn data_cache<'e>(
+        &self,
+        etag: Option<&'e str>,
+    ) -> Option<(std::sync::MutexGuard<'_, RangeCache>, &'e str)> {
+        let etag = etag.filter(|_| self.store.settings.data_cache_size > 0)?;
+        Some((
+            self.store.data.lock().unwrap_or_else(|e| e.into_inner()),
+            etag,
+        ))
+    }
+
+    /// Take out of `todo` the ranges an earlier scan fetched from version `etag`; their
+    /// bytes, by start offset. They cost no request.
+    pub fn take_cached(&self, etag: Option<&str>, todo: &mut Vec<Range<u64>>) -> Vec<(u64, Bytes)> {
+        let mut hits = Vec::new();
+        if let Some((data, etag)) = self.data_cache(etag) {
+            todo.retain(|r| match data.get(&self.url, etag, r) {
+                Some(b) => {
+                    hits.push((r.start, b));
+                    false
+                }
+                None => true,
+            });
+        }
+        hits
+    }
+
+    /// Keep ranges fetched from version `etag` for later scans, if the store caches data.
+    pub fn remember(&self, etag: Option<&str>, ranges: &[Range<u64>], fetched: &[Bytes]) {
+        if let Some((mut data, etag)) = self.data_cache(etag) {
+            for (r, b) in ranges.iter().zip(fetched) {
+                data.insert(&self.url, etag, r.start, b.clone());
+            }
+        }
+    }
+
     /// Fetch every range, at most `max_in_flight` requests at a time; results in order.
     pub fn get_ranges(&self, etag: Option<&str>, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         let n = self.store.settings.max_in_flight;

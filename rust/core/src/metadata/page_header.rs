@@ -27,8 +27,9 @@ use crate::metadata::thrift::{Reader, T_I32, T_STRUCT};
 const TYPE_FIELD: i16 = 1;
 const DATA_PAGE_HEADER_FIELD: i16 = 5;
 const DATA_PAGE_HEADER_V2_FIELD: i16 = 8;
-/// `encoding` in `DataPageHeader` and in `DataPageHeaderV2`.
+/// `encoding` in `DataPageHeader`.
 const V1_ENCODING_FIELD: i16 = 2;
+/// `encoding` in `DataPageHeaderV2`.
 const V2_ENCODING_FIELD: i16 = 4;
 const DATA_PAGE: i64 = 0;
 const DATA_PAGE_V2: i64 = 3;

@@ -158,7 +158,11 @@ pub(crate) fn without_dictionaries(
     let row_group = md.row_group(rg);
     let mut columns = Vec::with_capacity(row_group.num_columns());
     for (leaf, chunk) in row_group.columns().iter().enumerate() {
-        match dictionary_range(md, rg, leaf).filter(|_| leaves.contains(&leaf)) {
+        let dictionary = leaves
+            .contains(&leaf)
+            .then(|| dictionary_range(md, rg, leaf))
+            .flatten();
+        match dictionary {
             Some(dictionary) => {
                 let (_, len) = chunk.byte_range();
                 let skipped = dictionary.end - dictionary.start;
