@@ -13,6 +13,13 @@ mod write;
 
 use pyo3::prelude::*;
 
+/// Decoded columns are large, short-lived buffers. The system allocator returns them to
+/// the kernel and page-faults fresh zeroed pages for the next batch; mimalloc keeps and
+/// reuses them. Buffers handed to pyarrow are released through their Arrow release
+/// callback, which frees them here, with the same allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
