@@ -13,6 +13,7 @@ pub mod prune;
 pub mod read;
 pub mod scan;
 pub mod source;
+pub mod stream;
 pub mod units;
 pub mod write;
 

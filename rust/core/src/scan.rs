@@ -1,13 +1,10 @@
 //! A scan: plan (list, prune files, row groups and pages) once, then stream the selected
 //! rows, reading units on a pool of threads while the consumer receives them in order.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 
-use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::{ArrowError, Field, Schema, SchemaRef};
+use arrow_schema::{Field, Schema, SchemaRef};
 
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
@@ -15,8 +12,9 @@ use crate::io::{IoStats, StorageFile};
 use crate::metadata::MetadataCache;
 use crate::predicate::{self, BindSchema, Predicate};
 use crate::prune::plan::{plan_file, FilePlan, PlanContext, PlanMetrics, ScanUnit};
-use crate::read::{read_unit, OutputColumn, OutputShape, ReadMetrics};
+use crate::read::{OutputColumn, OutputShape, ReadMetrics};
 use crate::source::list_source;
+pub use crate::stream::ScanStream;
 
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
@@ -278,6 +276,7 @@ impl Scan {
             self.io.clone(),
             self.read.clone(),
             self.threads,
+            crate::stream::AHEAD_BYTES,
         )
     }
 
@@ -294,6 +293,7 @@ impl Scan {
             self.io.clone(),
             self.read.clone(),
             self.threads,
+            crate::stream::AHEAD_BYTES,
         )
     }
 
@@ -565,151 +565,4 @@ fn plan_files(
     parallel_map(files, threads, cancel, |f| {
         plan_file(&f.path, &f.partition_values, &f.identity, ctx)
     })
-}
-
-/// The sending end of one unit's channel, taken by the worker that reads the unit.
-type UnitSender = Mutex<Option<SyncSender<Result<RecordBatch>>>>;
-
-/// Scan results as an Arrow record batch reader.
-pub struct ScanStream {
-    schema: SchemaRef,
-    receivers: VecDeque<Receiver<Result<RecordBatch>>>,
-    shared: Arc<StreamShared>,
-    started: Option<Box<dyn FnOnce() + Send>>,
-}
-
-struct StreamShared {
-    /// Index of the unit the consumer is reading; workers stay within a window of it.
-    consumer: Mutex<usize>,
-    moved: Condvar,
-    cancel: AtomicBool,
-}
-
-impl ScanStream {
-    fn start(
-        units: Vec<ScanUnit>,
-        shape: OutputShape,
-        io: Arc<IoStats>,
-        read: Arc<ReadMetrics>,
-        threads: usize,
-    ) -> Self {
-        let n = units.len();
-        let (senders, receivers): (Vec<SyncSender<Result<RecordBatch>>>, VecDeque<_>) =
-            (0..n).map(|_| sync_channel(2)).unzip();
-        let shared = Arc::new(StreamShared {
-            consumer: Mutex::new(0),
-            moved: Condvar::new(),
-            cancel: AtomicBool::new(false),
-        });
-        let schema = shape.schema.clone();
-        let worker_shared = shared.clone();
-        let started = move || {
-            let units = Arc::new(units);
-            let senders: Arc<Vec<UnitSender>> =
-                Arc::new(senders.into_iter().map(|s| Mutex::new(Some(s))).collect());
-            let next = Arc::new(AtomicUsize::new(0));
-            let window = threads * 2 + 2;
-            for _ in 0..threads.min(n).max(1) {
-                let (units, senders, next, shared, shape, io, read) = (
-                    units.clone(),
-                    senders.clone(),
-                    next.clone(),
-                    worker_shared.clone(),
-                    shape.clone(),
-                    io.clone(),
-                    read.clone(),
-                );
-                std::thread::spawn(move || loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= units.len() {
-                        return;
-                    }
-                    // Wait until the consumer is close enough, so memory stays bounded.
-                    {
-                        let mut pos = shared.consumer.lock().unwrap_or_else(|e| e.into_inner());
-                        while i >= *pos + window && !shared.cancel.load(Ordering::Relaxed) {
-                            pos = shared.moved.wait(pos).unwrap_or_else(|e| e.into_inner());
-                        }
-                    }
-                    if shared.cancel.load(Ordering::Relaxed) {
-                        return;
-                    }
-                    let Some(tx) = senders[i].lock().ok().and_then(|mut s| s.take()) else {
-                        continue;
-                    };
-                    match read_unit(&units[i], &shape, &io, &read) {
-                        Ok(batches) => {
-                            for b in batches {
-                                let stop = b.is_err();
-                                if tx.send(b).is_err() {
-                                    shared.cancel.store(true, Ordering::Relaxed);
-                                    return;
-                                }
-                                if stop {
-                                    break;
-                                }
-                            }
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Err(e));
-                        }
-                    }
-                });
-            }
-        };
-        ScanStream {
-            schema,
-            receivers,
-            shared,
-            started: Some(Box::new(started)),
-        }
-    }
-
-    fn advance(&mut self) {
-        self.receivers.pop_front();
-        let mut pos = self
-            .shared
-            .consumer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        *pos += 1;
-        self.shared.moved.notify_all();
-    }
-}
-
-impl Iterator for ScanStream {
-    type Item = Result<RecordBatch, ArrowError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if let Some(start) = self.started.take() {
-            start();
-        }
-        loop {
-            let rx = self.receivers.front()?;
-            match rx.recv() {
-                Ok(Ok(batch)) if batch.num_rows() == 0 => continue,
-                Ok(Ok(batch)) => return Some(Ok(batch)),
-                Ok(Err(e)) => {
-                    self.receivers.clear();
-                    self.shared.cancel.store(true, Ordering::Relaxed);
-                    self.shared.moved.notify_all();
-                    return Some(Err(ArrowError::from(e)));
-                }
-                Err(_) => self.advance(),
-            }
-        }
-    }
-}
-
-impl RecordBatchReader for ScanStream {
-    fn schema(&self) -> SchemaRef {
-        self.schema.clone()
-    }
-}
-
-impl Drop for ScanStream {
-    fn drop(&mut self) {
-        self.shared.cancel.store(true, Ordering::Relaxed);
-        self.shared.moved.notify_all();
-    }
 }

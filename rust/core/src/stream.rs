@@ -1,0 +1,366 @@
+//! The scan's output stream: units are read on a pool of threads, and their batches reach
+//! the consumer in plan order.
+//!
+//! Each unit has its own channel, so a worker reading a later unit never waits for the
+//! consumer to reach it while memory allows: two limits keep memory bounded instead. A
+//! worker starts a unit only within a window of units ahead of the consumer, and batches
+//! of units the consumer has not reached wait while more than [`AHEAD_BYTES`] are already
+//! buffered. The unit the consumer is reading never waits, so the stream always moves.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+
+use crate::error::Result;
+use crate::io::IoStats;
+use crate::prune::plan::ScanUnit;
+use crate::read::{read_unit, OutputShape, ReadMetrics};
+
+/// Decoded bytes that may wait in channels for the consumer, across the units ahead of
+/// it. Enough for every worker to finish a large row group of a narrow projection ahead.
+pub const AHEAD_BYTES: usize = 256 << 20;
+
+/// A decoded batch with the bytes it counts against [`AHEAD_BYTES`].
+struct Buffered {
+    batch: RecordBatch,
+    bytes: usize,
+}
+
+/// The sending end of one unit's channel, taken by the worker that reads the unit.
+type UnitSender = Mutex<Option<Sender<Result<Buffered>>>>;
+
+/// Scan results as an Arrow record batch reader.
+pub struct ScanStream {
+    schema: SchemaRef,
+    receivers: VecDeque<Receiver<Result<Buffered>>>,
+    shared: Arc<StreamShared>,
+    started: Option<Box<dyn FnOnce() + Send>>,
+}
+
+struct Progress {
+    /// Index of the unit the consumer is reading.
+    consumer: usize,
+    /// Bytes of batches sent and not yet received.
+    buffered: usize,
+}
+
+struct StreamShared {
+    progress: Mutex<Progress>,
+    /// [`AHEAD_BYTES`], smaller in tests.
+    ahead_bytes: usize,
+    moved: Condvar,
+    cancel: AtomicBool,
+}
+
+impl StreamShared {
+    fn lock(&self) -> MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    fn stop(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+        let _guard = self.lock();
+        self.moved.notify_all();
+    }
+
+    /// Wait until unit `unit` may start: within `window` units of the consumer.
+    fn wait_to_start(&self, unit: usize, window: usize) {
+        let mut p = self.lock();
+        while unit >= p.consumer + window && !self.cancelled() {
+            p = self.moved.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Wait until `bytes` of unit `unit` may be buffered, and count them.
+    fn reserve(&self, unit: usize, bytes: usize) {
+        let mut p = self.lock();
+        while unit != p.consumer && p.buffered + bytes > self.ahead_bytes && !self.cancelled() {
+            p = self.moved.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+        p.buffered += bytes;
+    }
+
+    fn release(&self, bytes: usize) {
+        let mut p = self.lock();
+        p.buffered = p.buffered.saturating_sub(bytes);
+        self.moved.notify_all();
+    }
+
+    fn advance(&self) {
+        let mut p = self.lock();
+        p.consumer += 1;
+        self.moved.notify_all();
+    }
+}
+
+impl ScanStream {
+    pub(crate) fn start(
+        units: Vec<ScanUnit>,
+        shape: OutputShape,
+        io: Arc<IoStats>,
+        read: Arc<ReadMetrics>,
+        threads: usize,
+        ahead_bytes: usize,
+    ) -> Self {
+        let n = units.len();
+        let (senders, receivers): (Vec<Sender<Result<Buffered>>>, VecDeque<_>) =
+            (0..n).map(|_| channel()).unzip();
+        let shared = Arc::new(StreamShared {
+            progress: Mutex::new(Progress {
+                consumer: 0,
+                buffered: 0,
+            }),
+            ahead_bytes,
+            moved: Condvar::new(),
+            cancel: AtomicBool::new(false),
+        });
+        let schema = shape.schema.clone();
+        let worker_shared = shared.clone();
+        let started = move || {
+            let units = Arc::new(units);
+            let senders: Arc<Vec<UnitSender>> =
+                Arc::new(senders.into_iter().map(|s| Mutex::new(Some(s))).collect());
+            let next = Arc::new(AtomicUsize::new(0));
+            let window = threads * 2 + 2;
+            for _ in 0..threads.min(n).max(1) {
+                let (units, senders, next, shared, shape, io, read) = (
+                    units.clone(),
+                    senders.clone(),
+                    next.clone(),
+                    worker_shared.clone(),
+                    shape.clone(),
+                    io.clone(),
+                    read.clone(),
+                );
+                std::thread::spawn(move || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= units.len() {
+                        return;
+                    }
+                    shared.wait_to_start(i, window);
+                    if shared.cancelled() {
+                        return;
+                    }
+                    let Some(tx) = senders[i].lock().ok().and_then(|mut s| s.take()) else {
+                        continue;
+                    };
+                    if !send_unit(&units[i], i, &shape, &io, &read, &shared, &tx) {
+                        shared.stop();
+                        return;
+                    }
+                });
+            }
+        };
+        ScanStream {
+            schema,
+            receivers,
+            shared,
+            started: Some(Box::new(started)),
+        }
+    }
+}
+
+/// Read unit `i` into its channel; false when the consumer has gone.
+fn send_unit(
+    unit: &ScanUnit,
+    i: usize,
+    shape: &OutputShape,
+    io: &Arc<IoStats>,
+    read: &Arc<ReadMetrics>,
+    shared: &StreamShared,
+    tx: &Sender<Result<Buffered>>,
+) -> bool {
+    let batches = match read_unit(unit, shape, io, read) {
+        Ok(b) => b,
+        Err(e) => return tx.send(Err(e)).is_ok(),
+    };
+    for b in batches {
+        if shared.cancelled() {
+            return false;
+        }
+        let item = match b {
+            Ok(batch) => {
+                let bytes = batch.get_array_memory_size();
+                shared.reserve(i, bytes);
+                Ok(Buffered { batch, bytes })
+            }
+            Err(e) => return tx.send(Err(e)).is_ok(),
+        };
+        if tx.send(item).is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+impl Iterator for ScanStream {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(start) = self.started.take() {
+            start();
+        }
+        loop {
+            let rx = self.receivers.front()?;
+            match rx.recv() {
+                Ok(Ok(b)) => {
+                    self.shared.release(b.bytes);
+                    if b.batch.num_rows() > 0 {
+                        return Some(Ok(b.batch));
+                    }
+                }
+                Ok(Err(e)) => {
+                    self.receivers.clear();
+                    self.shared.stop();
+                    return Some(Err(ArrowError::from(e)));
+                }
+                Err(_) => {
+                    self.receivers.pop_front();
+                    self.shared.advance();
+                }
+            }
+        }
+    }
+}
+
+impl RecordBatchReader for ScanStream {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+impl Drop for ScanStream {
+    fn drop(&mut self) {
+        self.shared.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{Int64Array, RecordBatchIterator};
+    use arrow_schema::{DataType, Field, Schema};
+
+    use crate::metadata::MetadataCache;
+    use crate::scan::{Scan, ScanOptions};
+
+    use super::*;
+
+    /// Keys 0..8,000 in row groups of `group` rows, read back in 100-row batches.
+    fn plan(dir: &std::path::Path, group: usize, threads: usize) -> Scan {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![Arc::new(Int64Array::from_iter_values(0..8_000))],
+        )
+        .unwrap();
+        let path = dir.join("k.parquet").to_string_lossy().into_owned();
+        let opts = crate::write::WriteOptions {
+            row_group_size: group,
+            ..Default::default()
+        };
+        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
+        crate::write::write(Box::new(reader), &path, &opts).unwrap();
+        let opts = ScanOptions {
+            batch_size: 100,
+            threads,
+            ..Default::default()
+        };
+        let cache = MetadataCache::new(1 << 20);
+        Scan::plan(&[path], &opts, &cache, &AtomicBool::new(false)).unwrap()
+    }
+
+    fn keys(batches: impl Iterator<Item = Result<RecordBatch, ArrowError>>) -> Vec<i64> {
+        batches
+            .flat_map(|b| {
+                b.unwrap()
+                    .column(0)
+                    .as_primitive::<Int64Type>()
+                    .values()
+                    .to_vec()
+            })
+            .collect()
+    }
+
+    fn rows_read(scan: &Scan) -> u64 {
+        scan.read.rows_matched.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn workers_read_ahead_of_a_busy_consumer() {
+        let dir = tempfile::tempdir().unwrap();
+        let scan = plan(dir.path(), 2_000, 2);
+        let mut stream = scan.stream();
+        let first = stream.next().unwrap().unwrap();
+        // The consumer holds on to the first unit; the other worker reads the second
+        // unit whole rather than stopping a few batches into it, and both go on.
+        assert!(eventually(|| rows_read(&scan) == 8_000));
+
+        // In order, every row once.
+        let keys = keys(std::iter::once(Ok(first)).chain(stream));
+        assert!(keys.iter().copied().eq(0..8_000));
+    }
+
+    #[test]
+    fn units_ahead_wait_for_buffer_space() {
+        let dir = tempfile::tempdir().unwrap();
+        let scan = plan(dir.path(), 2_000, 2);
+        // No room: the first worker reads the consumer's unit whole; past it, each worker
+        // decodes one batch of its next unit, then waits.
+        let units = scan.units.clone();
+        let mut stream = ScanStream::start(
+            units,
+            scan.shape.clone(),
+            scan.io.clone(),
+            scan.read.clone(),
+            2,
+            0,
+        );
+        let first = stream.next().unwrap().unwrap();
+        assert!(eventually(|| rows_read(&scan) == 2_000 + 2 * 100));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(rows_read(&scan), 2_000 + 2 * 100);
+        // As the consumer moves on, so do the workers.
+        assert_eq!(
+            keys(std::iter::once(Ok(first)).chain(stream)),
+            (0..8_000).collect::<Vec<_>>()
+        );
+    }
+
+    /// Poll `done` for up to 20 seconds.
+    fn eventually(done: impl Fn() -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        done()
+    }
+
+    #[test]
+    fn dropping_the_stream_stops_the_workers() {
+        let dir = tempfile::tempdir().unwrap();
+        let scan = plan(dir.path(), 200, 1);
+        let mut stream = scan.stream();
+        assert!(stream.next().is_some());
+        // One worker reads at most 4 units from the one the consumer is on, then waits.
+        assert!(eventually(|| rows_read(&scan) == 4 * 200));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(rows_read(&scan), 4 * 200);
+        // Dropped, the stream lets its waiting worker go (it held the metrics).
+        assert!(Arc::strong_count(&scan.read) > 1);
+        drop(stream);
+        assert!(eventually(|| Arc::strong_count(&scan.read) == 1));
+        assert_eq!(rows_read(&scan), 4 * 200);
+    }
+}
