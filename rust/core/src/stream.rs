@@ -6,6 +6,9 @@
 //! worker starts a unit only within a window of units ahead of the consumer, and batches
 //! of units the consumer has not reached wait while more than [`AHEAD_BYTES`] are already
 //! buffered. The unit the consumer is reading never waits, so the stream always moves.
+//!
+//! The last units are first cut in pieces ([`crate::read::split`]) so the threads finish
+//! together; below, a unit is such a piece.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -18,6 +21,7 @@ use arrow_schema::{ArrowError, SchemaRef};
 use crate::error::Result;
 use crate::io::IoStats;
 use crate::prune::plan::ScanUnit;
+use crate::read::split::{balance, Piece};
 use crate::read::{read_unit, OutputShape, ReadMetrics};
 
 /// Decoded bytes that may wait in channels for the consumer, across the units ahead of
@@ -110,6 +114,7 @@ impl ScanStream {
         threads: usize,
         ahead_bytes: usize,
     ) -> Self {
+        let units = balance(units, threads, &shape.roots());
         let n = units.len();
         let (senders, receivers): (Vec<Sender<Result<Buffered>>>, VecDeque<_>) =
             (0..n).map(|_| channel()).unzip();
@@ -168,9 +173,9 @@ impl ScanStream {
     }
 }
 
-/// Read unit `i` into its channel; false when the consumer has gone.
+/// Read piece `i` into its channel; false when the consumer has gone.
 fn send_unit(
-    unit: &ScanUnit,
+    piece: &Piece,
     i: usize,
     shape: &OutputShape,
     io: &Arc<IoStats>,
@@ -178,7 +183,7 @@ fn send_unit(
     shared: &StreamShared,
     tx: &Sender<Result<Buffered>>,
 ) -> bool {
-    let batches = match read_unit(unit, shape, io, read) {
+    let batches = match read_unit(&piece.unit, shape, io, read) {
         Ok(b) => b,
         Err(e) => return tx.send(Err(e)).is_ok(),
     };
@@ -197,6 +202,9 @@ fn send_unit(
         if tx.send(item).is_err() {
             return false;
         }
+    }
+    if piece.completes {
+        read.units_read.fetch_add(1, Ordering::Relaxed);
     }
     true
 }
@@ -259,10 +267,14 @@ mod tests {
 
     /// Keys 0..8,000 in row groups of `group` rows, read back in 100-row batches.
     fn plan(dir: &std::path::Path, group: usize, threads: usize) -> Scan {
+        plan_rows(dir, 8_000, group, threads)
+    }
+
+    fn plan_rows(dir: &std::path::Path, rows: i64, group: usize, threads: usize) -> Scan {
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
         let batch = RecordBatch::try_new(
             schema.clone(),
-            vec![Arc::new(Int64Array::from_iter_values(0..8_000))],
+            vec![Arc::new(Int64Array::from_iter_values(0..rows))],
         )
         .unwrap();
         let path = dir.join("k.parquet").to_string_lossy().into_owned();
@@ -336,6 +348,19 @@ mod tests {
             keys(std::iter::once(Ok(first)).chain(stream)),
             (0..8_000).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn a_lone_row_group_is_read_by_every_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let scan = plan_rows(dir.path(), 300_000, 300_000, 2);
+        let pieces = crate::read::split::balance(scan.units.clone(), 2, &[0]);
+        assert_eq!(pieces.len(), 2);
+        assert_eq!(pieces.iter().filter(|p| p.completes).count(), 1);
+        // The pieces give back the row group once, in order, and count as one unit.
+        assert!(keys(scan.stream()).into_iter().eq(0..300_000));
+        assert_eq!(scan.read.units_read.load(Ordering::Relaxed), 1);
+        assert_eq!(scan.read.rows_scanned.load(Ordering::Relaxed), 300_000);
     }
 
     /// Poll `done` for up to 20 seconds.

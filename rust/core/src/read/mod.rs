@@ -6,6 +6,7 @@
 //! to evaluate, and shapes the output (column order, partition columns).
 
 mod dictionary;
+pub mod split;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -252,7 +253,6 @@ pub fn read_unit(
             None => {
                 finished = true;
                 count_pages(&md_for_count, rg, &offsets, &metrics);
-                metrics.units_read.fetch_add(1, Ordering::Relaxed);
                 None
             }
         }

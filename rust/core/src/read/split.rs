@@ -1,0 +1,152 @@
+//! Splitting the last units of a scan so that its threads finish together.
+//!
+//! A unit is a row group, read by one thread. Seven equal row groups on two threads take
+//! the time of four; cutting the seventh in two makes it three and a half. Cuts fall on
+//! page boundaries of the first projected column, so that column's pages are not
+//! decoded twice; the pages of other columns that straddle a cut, and a chunk's
+//! dictionary page, are read by both pieces.
+
+use parquet::file::metadata::ParquetMetaData;
+
+use crate::prune::page;
+use crate::prune::plan::ScanUnit;
+use crate::prune::row_ranges::RowRanges;
+
+/// Fewest selected rows worth a piece of its own: a few batches of decoding.
+pub const MIN_PIECE_ROWS: u64 = 1 << 17;
+
+/// A part of a unit, read on its own. `completes` is set on one piece per unit, to
+/// count units read once.
+pub struct Piece {
+    pub unit: ScanUnit,
+    pub completes: bool,
+}
+
+/// The units as pieces for `threads` threads: with `r = units % threads`, each of the
+/// last `r` units is cut in up to `threads` pieces of at least [`MIN_PIECE_ROWS`].
+pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Piece> {
+    let r = if threads > 1 {
+        units.len() % threads
+    } else {
+        0
+    };
+    let first_split = units.len() - r;
+    let mut out = Vec::with_capacity(units.len() + r * threads);
+    for (i, unit) in units.into_iter().enumerate() {
+        let rows = unit.ranges.row_count();
+        let pieces = (rows / MIN_PIECE_ROWS).min(threads as u64) as usize;
+        if i < first_split || pieces < 2 {
+            out.push(Piece {
+                unit,
+                completes: true,
+            });
+            continue;
+        }
+        let md = unit.file.reader_metadata.metadata().clone();
+        let bounds = first_leaf(&md, roots)
+            .and_then(|leaf| page::offset_index(&md, unit.row_group, leaf))
+            .map(|oi| page::page_boundaries(oi, unit.row_group_rows))
+            .unwrap_or_default();
+        let parts = cut(&unit.ranges, pieces, &bounds);
+        let last = parts.len() - 1;
+        out.extend(parts.into_iter().enumerate().map(|(k, ranges)| Piece {
+            unit: ScanUnit {
+                file: unit.file.clone(),
+                row_group: unit.row_group,
+                ranges,
+                row_group_rows: unit.row_group_rows,
+            },
+            completes: k == last,
+        }));
+    }
+    out
+}
+
+/// The first leaf column under any of `roots`.
+fn first_leaf(md: &ParquetMetaData, roots: &[usize]) -> Option<usize> {
+    let descr = md.file_metadata().schema_descr();
+    (0..descr.num_columns()).find(|l| roots.contains(&descr.get_column_root_idx(*l)))
+}
+
+/// `ranges` in `pieces` parts of about equal row counts, each cut moved to the nearest
+/// of `bounds` (page starts) when one lies between the neighbouring cuts. Parts that
+/// come out empty are dropped.
+fn cut(ranges: &RowRanges, pieces: usize, bounds: &[u64]) -> Vec<RowRanges> {
+    let total = ranges.row_count();
+    let first = ranges.ranges().first().map_or(0, |r| r.start);
+    let mut cuts: Vec<u64> = Vec::with_capacity(pieces + 1);
+    cuts.push(0);
+    for k in 1..pieces {
+        let row = row_at(ranges, total * k as u64 / pieces as u64);
+        let prev = *cuts.last().unwrap_or(&0);
+        let snapped = bounds
+            .iter()
+            .copied()
+            .filter(|b| *b > prev.max(first) && *b < ranges.end())
+            .min_by_key(|b| b.abs_diff(row))
+            .unwrap_or(row);
+        cuts.push(snapped.max(prev));
+    }
+    cuts.push(u64::MAX);
+    cuts.windows(2)
+        .map(|w| ranges.intersect(&RowRanges::from_ranges(std::iter::once(w[0]..w[1]))))
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+/// The row that has `n` selected rows before it.
+fn row_at(ranges: &RowRanges, mut n: u64) -> u64 {
+    for r in ranges.ranges() {
+        let len = r.end - r.start;
+        if n < len {
+            return r.start + n;
+        }
+        n -= len;
+    }
+    ranges.end()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spans(r: &RowRanges) -> Vec<(u64, u64)> {
+        r.ranges().iter().map(|r| (r.start, r.end)).collect()
+    }
+
+    #[test]
+    fn cuts_fall_on_page_starts_and_keep_every_row() {
+        let all = RowRanges::full(1_000_000);
+        let bounds: Vec<u64> = (0..=50).map(|p| p * 20_000).collect();
+        let parts = cut(&all, 2, &bounds);
+        assert_eq!(parts.len(), 2);
+        assert_eq!(spans(&parts[0]), [(0, 500_000)]);
+        assert_eq!(spans(&parts[1]), [(500_000, 1_000_000)]);
+
+        let parts = cut(&all, 3, &bounds);
+        assert_eq!(spans(&parts[0]), [(0, 340_000)]);
+        assert_eq!(spans(&parts[1]), [(340_000, 660_000)]);
+        assert_eq!(spans(&parts[2]), [(660_000, 1_000_000)]);
+    }
+
+    #[test]
+    fn cuts_split_the_selected_rows_not_the_row_group() {
+        let sel = RowRanges::from_ranges([0..10, 500_000..700_000, 900_000..900_010]);
+        let parts = cut(&sel, 2, &[]);
+        assert_eq!(parts.len(), 2);
+        assert_eq!(spans(&parts[0]), [(0, 10), (500_000, 600_000)]);
+        assert_eq!(spans(&parts[1]), [(600_000, 700_000), (900_000, 900_010)]);
+        let joined = parts[0].union(&parts[1]);
+        assert_eq!(joined, sel);
+    }
+
+    #[test]
+    fn a_cut_with_no_page_start_nearby_stays_where_it_is() {
+        let sel = RowRanges::from_ranges(std::iter::once(100..300));
+        // The only page start lies outside the selection: parts stay non-empty.
+        let parts = cut(&sel, 2, &[0, 1_000]);
+        assert_eq!(parts.len(), 2);
+        assert_eq!(spans(&parts[0]), [(100, 200)]);
+        assert_eq!(spans(&parts[1]), [(200, 300)]);
+    }
+}
