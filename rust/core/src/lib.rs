@@ -14,6 +14,8 @@ pub mod read;
 pub mod scan;
 pub mod source;
 pub mod stream;
+#[cfg(test)]
+mod testing;
 pub mod units;
 pub mod write;
 

@@ -255,13 +255,12 @@ impl Drop for ScanStream {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::Int64Type;
     use arrow_array::{Int64Array, RecordBatchIterator};
     use arrow_schema::{DataType, Field, Schema};
 
     use crate::metadata::MetadataCache;
     use crate::scan::{Scan, ScanOptions};
+    use crate::testing::keys;
 
     use super::*;
 
@@ -291,18 +290,6 @@ mod tests {
         };
         let cache = MetadataCache::new(1 << 20);
         Scan::plan(&[path], &opts, &cache, &AtomicBool::new(false)).unwrap()
-    }
-
-    fn keys(batches: impl Iterator<Item = Result<RecordBatch, ArrowError>>) -> Vec<i64> {
-        batches
-            .flat_map(|b| {
-                b.unwrap()
-                    .column(0)
-                    .as_primitive::<Int64Type>()
-                    .values()
-                    .to_vec()
-            })
-            .collect()
     }
 
     fn rows_read(scan: &Scan) -> u64 {

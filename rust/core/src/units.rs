@@ -456,7 +456,8 @@ impl Scan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{Int64Array, RecordBatchIterator, RecordBatchReader};
+    use crate::testing::keys;
+    use arrow_array::{Int64Array, RecordBatchIterator};
 
     fn write_file(dir: &std::path::Path) -> String {
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
@@ -474,18 +475,6 @@ mod tests {
         let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
         crate::write::write(Box::new(reader), &path, &opts).unwrap();
         path
-    }
-
-    fn keys(stream: impl RecordBatchReader) -> Vec<i64> {
-        stream
-            .flat_map(|b| {
-                b.unwrap()
-                    .column(0)
-                    .as_primitive::<Int64Type>()
-                    .values()
-                    .to_vec()
-            })
-            .collect()
     }
 
     #[test]
