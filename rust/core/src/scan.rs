@@ -204,9 +204,7 @@ impl Scan {
 
         let shape = output_shape(&schema, &listing.partition_fields, opts)?;
         let roots = shape.roots();
-        let projected_leaves: Vec<usize> = (0..descr.num_columns())
-            .filter(|l| roots.contains(&descr.get_column_root_idx(*l)))
-            .collect();
+        let projected_leaves = crate::read::leaves_of(descr, &roots);
 
         let ctx = PlanContext {
             predicate: predicate.as_ref(),

@@ -90,9 +90,7 @@ pub fn units_table(scan: &Scan) -> Result<RecordBatch> {
         ends.append(true);
         let md = u.file.reader_metadata.metadata();
         let descr = md.file_metadata().schema_descr();
-        let mut leaves: Vec<usize> = (0..descr.num_columns())
-            .filter(|l| roots.contains(&descr.get_column_root_idx(*l)))
-            .collect();
+        let mut leaves = crate::read::leaves_of(descr, &roots);
         if let Some(p) = &u.file.predicate {
             leaves.extend(p.columns().iter().filter_map(|c| c.leaf));
         }

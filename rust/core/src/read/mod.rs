@@ -22,6 +22,7 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 
 use parquet::file::reader::{ChunkReader, Length};
+use parquet::schema::types::SchemaDescriptor;
 
 use crate::error::{Error, Result};
 use crate::io::{IoStats, StorageFile};
@@ -57,6 +58,13 @@ pub struct OutputShape {
 pub enum OutputColumn {
     Root(usize),
     Partition(usize),
+}
+
+/// The leaf columns under `roots`, in schema order.
+pub fn leaves_of(descr: &SchemaDescriptor, roots: &[usize]) -> Vec<usize> {
+    (0..descr.num_columns())
+        .filter(|l| roots.contains(&descr.get_column_root_idx(*l)))
+        .collect()
 }
 
 impl OutputShape {
@@ -121,9 +129,7 @@ pub fn read_unit(
 
     let roots = shape.roots();
     let projection = ProjectionMask::roots(&schema_descr, roots.iter().copied());
-    let projected_leaves: Vec<usize> = (0..schema_descr.num_columns())
-        .filter(|l| roots.contains(&schema_descr.get_column_root_idx(*l)))
-        .collect();
+    let projected_leaves = leaves_of(&schema_descr, &roots);
 
     // Conjuncts become row filters, the most selective (by the page index) first.
     let mut filters: Vec<(u64, u64, Predicate, Vec<usize>)> = Vec::new();

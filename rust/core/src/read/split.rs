@@ -6,11 +6,10 @@
 //! decoded twice; the pages of other columns that straddle a cut, and a chunk's
 //! dictionary page, are read by both pieces.
 
-use parquet::file::metadata::ParquetMetaData;
-
 use crate::prune::page;
 use crate::prune::plan::ScanUnit;
 use crate::prune::row_ranges::RowRanges;
+use crate::read::leaves_of;
 
 /// Fewest selected rows worth a piece of its own: a few batches of decoding.
 pub const MIN_PIECE_ROWS: u64 = 1 << 17;
@@ -42,9 +41,10 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
             });
             continue;
         }
-        let md = unit.file.reader_metadata.metadata().clone();
-        let bounds = first_leaf(&md, roots)
-            .and_then(|leaf| page::offset_index(&md, unit.row_group, leaf))
+        let md = unit.file.reader_metadata.metadata();
+        let bounds = leaves_of(md.file_metadata().schema_descr(), roots)
+            .first()
+            .and_then(|leaf| page::offset_index(md, unit.row_group, *leaf))
             .map(|oi| page::page_boundaries(oi, unit.row_group_rows))
             .unwrap_or_default();
         let parts = cut(&unit.ranges, pieces, &bounds);
@@ -60,12 +60,6 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
         }));
     }
     out
-}
-
-/// The first leaf column under any of `roots`.
-fn first_leaf(md: &ParquetMetaData, roots: &[usize]) -> Option<usize> {
-    let descr = md.file_metadata().schema_descr();
-    (0..descr.num_columns()).find(|l| roots.contains(&descr.get_column_root_idx(*l)))
 }
 
 /// `ranges` in `pieces` parts of about equal row counts, each cut moved to the nearest
