@@ -204,6 +204,33 @@ def test_corrupt_bloom_filter(data_dir: Path) -> None:
     assert _read(path, '"k" > 10').num_rows == N - 11
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_damaged_data_pages_fail_or_read_whole(data_dir: Path, seed: int) -> None:
+    """Bytes damaged inside compressed data pages: the scan raises a pqindex error or
+    returns every row, never a silently shorter result (a decoder panic on one thread
+    must reach the consumer as an error, not as the end of that thread's rows)."""
+    path = data_dir / "pages.parquet"
+    n = 200_000
+    table = pa.table({"k": pa.array(range(n), pa.int64()), "v": [f"v{i % 997}" for i in range(n)]})
+    pq.write_table(table, path, compression="zstd", use_dictionary=False, row_group_size=50_000)
+    md = pq.ParquetFile(path).metadata
+    rng = random.Random(seed)
+    data = bytearray(path.read_bytes())
+    for r in range(md.num_row_groups):
+        chunk = md.row_group(r).column(rng.randrange(2))
+        start = chunk.data_page_offset
+        at = start + 32 + rng.randrange(chunk.total_compressed_size - 64)
+        data[at : at + 8] = rng.randbytes(8)
+    path.write_bytes(bytes(data))
+    pqindex.clear_metadata_cache()
+    try:
+        rows = pqindex.scan(path, threads=2, batch_size=4096).to_arrow().num_rows
+    except pqindex.PqindexError as e:
+        assert "pages.parquet" in str(e)
+    else:
+        assert rows == n
+
+
 # --- predicates ----------------------------------------------------------------------------
 
 

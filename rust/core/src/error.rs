@@ -61,6 +61,15 @@ pub enum Error {
     Cancelled,
 }
 
+/// The message a caught panic carried, for the error that replaces it.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panicked".to_string())
+}
+
 impl Error {
     pub fn predicate(msg: impl Into<String>) -> Self {
         Error::Predicate(msg.into())

@@ -11,6 +11,7 @@
 //! together; below, a unit is such a piece.
 
 use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -18,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 
-use crate::error::Result;
+use crate::error::{panic_message, Error};
 use crate::io::IoStats;
 use crate::prune::plan::ScanUnit;
 use crate::read::split::{balance, Piece};
@@ -34,13 +35,23 @@ struct Buffered {
     bytes: usize,
 }
 
+/// What a worker sends down a unit's channel. A unit ends with `End` or an error: a
+/// channel that closes without either lost its worker, and the stream says so rather
+/// than leave the unit's rows out.
+enum Message {
+    Batch(Buffered),
+    Failed(Error),
+    End,
+}
+
 /// The sending end of one unit's channel, taken by the worker that reads the unit.
-type UnitSender = Mutex<Option<Sender<Result<Buffered>>>>;
+type UnitSender = Mutex<Option<Sender<Message>>>;
 
 /// Scan results as an Arrow record batch reader.
 pub struct ScanStream {
     schema: SchemaRef,
-    receivers: VecDeque<Receiver<Result<Buffered>>>,
+    /// Each unit's channel, with the path of its file.
+    receivers: VecDeque<(Receiver<Message>, String)>,
     shared: Arc<StreamShared>,
     started: Option<Box<dyn FnOnce() + Send>>,
 }
@@ -116,8 +127,13 @@ impl ScanStream {
     ) -> Self {
         let units = balance(units, threads, &shape.roots());
         let n = units.len();
-        let (senders, receivers): (Vec<Sender<Result<Buffered>>>, VecDeque<_>) =
-            (0..n).map(|_| channel()).unzip();
+        let (senders, receivers): (Vec<Sender<Message>>, VecDeque<_>) = units
+            .iter()
+            .map(|piece| {
+                let (tx, rx) = channel();
+                (tx, (rx, piece.unit.file.path.clone()))
+            })
+            .unzip();
         let shared = Arc::new(StreamShared {
             progress: Mutex::new(Progress {
                 consumer: 0,
@@ -145,7 +161,9 @@ impl ScanStream {
                     io.clone(),
                     read.clone(),
                 );
-                std::thread::spawn(move || loop {
+                // A worker that cannot start drops its channels' senders, and the
+                // consumer reports the units as lost.
+                let _ = std::thread::Builder::new().spawn(move || loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= units.len() {
                         return;
@@ -157,7 +175,7 @@ impl ScanStream {
                     let Some(tx) = senders[i].lock().ok().and_then(|mut s| s.take()) else {
                         continue;
                     };
-                    if !send_unit(&units[i], i, &shape, &io, &read, &shared, &tx) {
+                    if !guarded_send_unit(&units[i], i, &shape, &io, &read, &shared, &tx) {
                         shared.stop();
                         return;
                     }
@@ -173,6 +191,32 @@ impl ScanStream {
     }
 }
 
+/// [`send_unit`], with a panic in the decoder (damaged pages can cause one) sent as the
+/// unit's error.
+fn guarded_send_unit(
+    piece: &Piece,
+    i: usize,
+    shape: &OutputShape,
+    io: &Arc<IoStats>,
+    read: &Arc<ReadMetrics>,
+    shared: &StreamShared,
+    tx: &Sender<Message>,
+) -> bool {
+    let run = || send_unit(piece, i, shape, io, read, shared, tx);
+    match catch_unwind(AssertUnwindSafe(run)) {
+        Ok(sent) => sent,
+        Err(panic) => {
+            let reason = format!(
+                "corrupt pages in row group {}: {}",
+                piece.unit.row_group,
+                panic_message(&*panic)
+            );
+            let err = Error::invalid_file(&piece.unit.file.path, reason);
+            tx.send(Message::Failed(err)).is_ok()
+        }
+    }
+}
+
 /// Read piece `i` into its channel; false when the consumer has gone.
 fn send_unit(
     piece: &Piece,
@@ -181,32 +225,32 @@ fn send_unit(
     io: &Arc<IoStats>,
     read: &Arc<ReadMetrics>,
     shared: &StreamShared,
-    tx: &Sender<Result<Buffered>>,
+    tx: &Sender<Message>,
 ) -> bool {
     let batches = match read_unit(&piece.unit, shape, io, read) {
         Ok(b) => b,
-        Err(e) => return tx.send(Err(e)).is_ok(),
+        Err(e) => return tx.send(Message::Failed(e)).is_ok(),
     };
     for b in batches {
         if shared.cancelled() {
             return false;
         }
-        let item = match b {
+        let message = match b {
             Ok(batch) => {
                 let bytes = batch.get_array_memory_size();
                 shared.reserve(i, bytes);
-                Ok(Buffered { batch, bytes })
+                Message::Batch(Buffered { batch, bytes })
             }
-            Err(e) => return tx.send(Err(e)).is_ok(),
+            Err(e) => return tx.send(Message::Failed(e)).is_ok(),
         };
-        if tx.send(item).is_err() {
+        if tx.send(message).is_err() {
             return false;
         }
     }
     if piece.completes {
         read.units_read.fetch_add(1, Ordering::Relaxed);
     }
-    true
+    tx.send(Message::End).is_ok()
 }
 
 impl Iterator for ScanStream {
@@ -217,24 +261,29 @@ impl Iterator for ScanStream {
             start();
         }
         loop {
-            let rx = self.receivers.front()?;
-            match rx.recv() {
-                Ok(Ok(b)) => {
+            let (rx, path) = self.receivers.front()?;
+            let failed = match rx.recv() {
+                Ok(Message::Batch(b)) => {
                     self.shared.release(b.bytes);
                     if b.batch.num_rows() > 0 {
                         return Some(Ok(b.batch));
                     }
+                    continue;
                 }
-                Ok(Err(e)) => {
-                    self.receivers.clear();
-                    self.shared.stop();
-                    return Some(Err(ArrowError::from(e)));
-                }
-                Err(_) => {
+                Ok(Message::End) => {
                     self.receivers.pop_front();
                     self.shared.advance();
+                    continue;
                 }
-            }
+                Ok(Message::Failed(e)) => e,
+                Err(_) => Error::Io {
+                    path: path.clone(),
+                    source: std::io::Error::other("the thread reading it stopped early"),
+                },
+            };
+            self.receivers.clear();
+            self.shared.stop();
+            return Some(Err(ArrowError::from(failed)));
         }
     }
 }
@@ -348,6 +397,75 @@ mod tests {
         assert!(keys(scan.stream()).into_iter().eq(0..300_000));
         assert_eq!(scan.read.units_read.load(Ordering::Relaxed), 1);
         assert_eq!(scan.read.rows_scanned.load(Ordering::Relaxed), 300_000);
+    }
+
+    /// A stream over hand-fed channels, one per unit, with no workers.
+    fn fed_stream(units: usize) -> (ScanStream, Vec<Sender<Message>>) {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let (senders, receivers) = (0..units)
+            .map(|u| {
+                let (tx, rx) = channel();
+                (tx, (rx, format!("unit-{u}.parquet")))
+            })
+            .unzip();
+        let shared = Arc::new(StreamShared {
+            progress: Mutex::new(Progress {
+                consumer: 0,
+                buffered: 0,
+            }),
+            ahead_bytes: AHEAD_BYTES,
+            moved: Condvar::new(),
+            cancel: AtomicBool::new(false),
+        });
+        let stream = ScanStream {
+            schema,
+            receivers,
+            shared,
+            started: None,
+        };
+        (stream, senders)
+    }
+
+    fn batch(keys: std::ops::Range<i64>) -> Message {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let column = Arc::new(Int64Array::from_iter_values(keys));
+        let batch = RecordBatch::try_new(schema, vec![column]).unwrap();
+        Message::Batch(Buffered { batch, bytes: 0 })
+    }
+
+    #[test]
+    fn a_unit_whose_worker_vanished_is_an_error_not_an_end() {
+        let (mut stream, senders) = fed_stream(2);
+        let mut senders = senders.into_iter();
+        let (first, second) = (senders.next().unwrap(), senders.next().unwrap());
+        first.send(batch(0..10)).unwrap();
+        first.send(Message::End).unwrap();
+        // The second unit's worker sends one batch and is gone without its End.
+        second.send(batch(10..20)).unwrap();
+        drop((first, second));
+        assert_eq!(stream.next().unwrap().unwrap().num_rows(), 10);
+        assert_eq!(stream.next().unwrap().unwrap().num_rows(), 10);
+        let err = stream.next().unwrap().unwrap_err().to_string();
+        assert!(
+            err.contains("unit-1.parquet") && err.contains("stopped early"),
+            "{err}"
+        );
+        assert!(stream.next().is_none());
+    }
+
+    #[test]
+    fn a_failed_unit_ends_the_stream_with_its_error() {
+        let (mut stream, senders) = fed_stream(2);
+        senders[0]
+            .send(Message::Failed(Error::invalid_file(
+                "a.parquet",
+                "bad page",
+            )))
+            .unwrap();
+        senders[1].send(batch(0..5)).unwrap();
+        let err = stream.next().unwrap().unwrap_err().to_string();
+        assert!(err.contains("bad page"), "{err}");
+        assert!(stream.next().is_none());
     }
 
     /// Poll `done` for up to 20 seconds.

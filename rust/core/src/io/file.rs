@@ -256,11 +256,24 @@ impl StorageFile {
         Ok(())
     }
 
-    /// Keep fetched ranges (they may overlap: both hold the same version's bytes).
+    /// Keep fetched ranges (they may overlap: both hold the same version's bytes). A
+    /// range already held whole is not kept twice, so a file read again and again (its
+    /// footer, by a long-lived handle) holds its bytes once.
     pub fn keep(&self, fetched: impl IntoIterator<Item = (u64, Bytes)>) {
         let mut buffers = self.buffers.write().unwrap_or_else(|e| e.into_inner());
-        buffers.extend(fetched);
-        buffers.sort_by_key(|(s, _)| *s);
+        let before = buffers.len();
+        for (start, bytes) in fetched {
+            let end = start + bytes.len() as u64;
+            let held = buffers[..before]
+                .iter()
+                .any(|(s, b)| *s <= start && s + b.len() as u64 >= end);
+            if !held {
+                buffers.push((start, bytes));
+            }
+        }
+        if buffers.len() > before {
+            buffers.sort_by_key(|(s, _)| *s);
+        }
     }
 }
 
@@ -321,5 +334,31 @@ impl Read for SequentialRead {
         self.buf.copy_to_slice(&mut out[..n]);
         self.pos += n as u64;
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_read_again_are_kept_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.bin");
+        std::fs::write(&path, vec![7u8; 4096]).unwrap();
+        let file = StorageFile::open(path.to_str().unwrap(), Arc::new(IoStats::default())).unwrap();
+        let held = || file.buffers.read().unwrap().len();
+        for _ in 0..3 {
+            let tail = file.read_range(1024, 3072).unwrap();
+            file.keep([(1024, tail)]);
+        }
+        assert_eq!(held(), 1);
+        // A range inside a kept one adds nothing; one reaching past it is kept.
+        file.keep([(2048, Bytes::from(vec![7u8; 1024]))]);
+        assert_eq!(held(), 1);
+        file.keep([(0, Bytes::from(vec![7u8; 2048]))]);
+        assert_eq!(held(), 2);
+        assert_eq!(file.prefetched(0..4096), None);
+        assert!(file.prefetched(1500..4000).is_some());
     }
 }

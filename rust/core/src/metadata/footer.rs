@@ -8,7 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
-use crate::error::{Error, Result};
+use crate::error::{panic_message, Error, Result};
 use crate::io::StorageFile;
 
 const MAGIC: &[u8; 4] = b"PAR1";
@@ -88,16 +88,9 @@ fn guarded<T>(path: &str, f: impl FnOnce() -> Result<T, ParquetError>) -> Result
             Err(e) => Err(Error::invalid_file(path, format!("corrupt metadata: {e}"))),
         },
         Ok(Err(e)) => Err(Error::invalid_file(path, format!("corrupt metadata: {e}"))),
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "parser panicked".to_string());
-            Err(Error::invalid_file(
-                path,
-                format!("corrupt metadata: {msg}"),
-            ))
-        }
+        Err(panic) => Err(Error::invalid_file(
+            path,
+            format!("corrupt metadata: {}", panic_message(&*panic)),
+        )),
     }
 }
