@@ -175,7 +175,12 @@ impl ScanStream {
                     let Some(tx) = senders[i].lock().ok().and_then(|mut s| s.take()) else {
                         continue;
                     };
-                    if !guarded_send_unit(&units[i], i, &shape, &io, &read, &shared, &tx) {
+                    let read_piece = || send_unit(&units[i], i, &shape, &io, &read, &shared, &tx);
+                    let sent = catch_unwind(AssertUnwindSafe(read_piece)).unwrap_or_else(|panic| {
+                        tx.send(Message::Failed(decoder_panic(&units[i], &*panic)))
+                            .is_ok()
+                    });
+                    if !sent {
                         shared.stop();
                         return;
                     }
@@ -191,30 +196,15 @@ impl ScanStream {
     }
 }
 
-/// [`send_unit`], with a panic in the decoder (damaged pages can cause one) sent as the
-/// unit's error.
-fn guarded_send_unit(
-    piece: &Piece,
-    i: usize,
-    shape: &OutputShape,
-    io: &Arc<IoStats>,
-    read: &Arc<ReadMetrics>,
-    shared: &StreamShared,
-    tx: &Sender<Message>,
-) -> bool {
-    let run = || send_unit(piece, i, shape, io, read, shared, tx);
-    match catch_unwind(AssertUnwindSafe(run)) {
-        Ok(sent) => sent,
-        Err(panic) => {
-            let reason = format!(
-                "corrupt pages in row group {}: {}",
-                piece.unit.row_group,
-                panic_message(&*panic)
-            );
-            let err = Error::invalid_file(&piece.unit.file.path, reason);
-            tx.send(Message::Failed(err)).is_ok()
-        }
-    }
+/// The error sent in place of a piece's rows when its decoder panicked (damaged pages can
+/// make it do so).
+fn decoder_panic(piece: &Piece, panic: &(dyn std::any::Any + Send)) -> Error {
+    let reason = format!(
+        "corrupt pages in row group {}: {}",
+        piece.unit.row_group,
+        panic_message(panic)
+    );
+    Error::invalid_file(&piece.unit.file.path, reason)
 }
 
 /// Read piece `i` into its channel; false when the consumer has gone.
