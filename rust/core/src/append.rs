@@ -294,13 +294,12 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
 
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::Int64Type;
     use arrow_array::{Int64Array, RecordBatch, RecordBatchIterator, StringArray};
     use arrow_schema::{DataType, Field, Schema};
 
     use crate::metadata::MetadataCache;
     use crate::scan::{Scan, ScanOptions};
+    use crate::testing::keys;
 
     fn write_file(dir: &Path) -> String {
         let schema = Arc::new(Schema::new(vec![
@@ -337,16 +336,7 @@ mod tests {
         };
         let cache = MetadataCache::new(1 << 24);
         let s = Scan::plan(&[path.to_string()], &opts, &cache, &AtomicBool::new(false)).unwrap();
-        let rows = s
-            .stream()
-            .flat_map(|b| {
-                b.unwrap()
-                    .column(0)
-                    .as_primitive::<Int64Type>()
-                    .values()
-                    .to_vec()
-            })
-            .collect();
+        let rows = keys(s.stream());
         (rows, s.metrics())
     }
 

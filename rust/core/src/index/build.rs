@@ -168,14 +168,13 @@ mod tests {
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::Int64Type;
     use arrow_array::{Int64Array, RecordBatch, RecordBatchIterator, StringArray};
     use arrow_schema::{DataType, Field, Schema};
 
     use crate::append::list_indexes;
     use crate::metadata::MetadataCache;
     use crate::scan::{Scan, ScanOptions};
+    use crate::testing::keys;
 
     /// 20,000 rows; `u` is unsorted (a permutation), `s` nullable strings.
     fn write_file(dir: &Path) -> String {
@@ -215,16 +214,7 @@ mod tests {
         };
         let cache = MetadataCache::new(1 << 24);
         let s = Scan::plan(&[path.to_string()], &opts, &cache, &AtomicBool::new(false)).unwrap();
-        let mut rows: Vec<i64> = s
-            .stream()
-            .flat_map(|b| {
-                b.unwrap()
-                    .column(0)
-                    .as_primitive::<Int64Type>()
-                    .values()
-                    .to_vec()
-            })
-            .collect();
+        let mut rows = keys(s.stream());
         rows.sort_unstable();
         (rows, s)
     }
