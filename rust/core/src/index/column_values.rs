@@ -11,7 +11,7 @@ use parquet::data_type::{AsBytes, DataType};
 use parquet::file::reader::{FileReader, RowGroupReader};
 use parquet::file::serialized_reader::{ReadOptionsBuilder, SerializedFileReader};
 
-use crate::error::{Error, Result};
+use crate::error::{panic_message, Error, Result};
 use crate::io::{IoStats, StorageFile};
 
 /// One data page of the column.
@@ -176,9 +176,12 @@ pub fn for_each_page(
     // The decoders may panic on corrupt pages; that is a bad file, not a crash.
     match catch_unwind(AssertUnwindSafe(run)) {
         Ok(r) => r.map(|()| info),
-        Err(_) => Err(Error::invalid_file(
+        Err(panic) => Err(Error::invalid_file(
             path,
-            format!("corrupt data pages in column {column}"),
+            format!(
+                "corrupt data pages in column {column}: {}",
+                panic_message(&*panic)
+            ),
         )),
     }
 }
