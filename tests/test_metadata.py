@@ -116,10 +116,27 @@ def test_pages_row_counts(paged: Path) -> None:
         assert starts[0] == 0 and starts == sorted(starts)
 
 
+def test_footer_alone_leaves_the_page_index_unread(paged: Path) -> None:
+    footer = pqindex.read_metadata(paged, page_index=False)
+    assert footer.num_rows == N
+    assert not footer.has_page_index
+    assert footer.pages().num_rows == 0
+    assert pa.schema(footer).names == ["k", "s", "li"]
+    # Asking for the page index afterwards reads it, on top of the cached footer.
+    full = pqindex.read_metadata(paged)
+    assert full.has_page_index
+    assert full.pages().num_rows > 4 * 3
+    assert pqindex.metadata_cache_info()["hits"] == 1
+    # Once held, a footer-only read is served the page index too, as a hit.
+    assert pqindex.read_metadata(paged, page_index=False).has_page_index
+
+
 def test_has_page_index_false_without_it(data_dir: Path) -> None:
     path = data_dir / "plain.parquet"
     pq.write_table(_table(), path, write_page_index=False, row_group_size=1000)
-    cols = pqindex.read_metadata(path).columns()
+    md = pqindex.read_metadata(path)
+    assert not md.has_page_index
+    cols = md.columns()
     assert cols["has_page_index"].to_pylist() == [False] * cols.num_rows
 
 

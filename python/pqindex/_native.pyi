@@ -124,6 +124,7 @@ class FileMetadata:
     num_rows: int
     num_row_groups: int
     created_by: str | None
+    has_page_index: bool
     def __arrow_c_schema__(self) -> object: ...
     def key_value_metadata(self) -> dict[str, str]: ...
     def row_groups(self) -> Any: ...
@@ -154,7 +155,7 @@ def read_units(
     storage_options: StorageOptions | None = None,
 ) -> Scan: ...
 def read_metadata(
-    path: StrPath, *, storage_options: StorageOptions | None = None
+    path: StrPath, *, page_index: bool = True, storage_options: StorageOptions | None = None
 ) -> FileMetadata: ...
 def write(
     data: _ArrowStream | _ArrowArray,

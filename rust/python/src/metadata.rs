@@ -1,7 +1,7 @@
 //! `pqindex.read_metadata` and the metadata cache controls.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::RecordBatch;
 use parquet::file::metadata::ParquetMetaData;
@@ -22,7 +22,8 @@ pub struct PyFileMetadata {
     #[pyo3(get)]
     path: String,
     metadata: Arc<ParquetMetaData>,
-    schema: arrow_schema::SchemaRef,
+    /// Converted on first use: a cache hit should not pay for a wide schema it may not need.
+    schema: OnceLock<arrow_schema::SchemaRef>,
 }
 
 fn table<'py>(py: Python<'py>, batch: Result<RecordBatch, Error>) -> PyResult<Bound<'py, PyAny>> {
@@ -51,8 +52,14 @@ impl PyFileMetadata {
             .map(str::to_string)
     }
 
+    /// Whether the page index (column and offset indexes) was read with the footer.
+    #[getter]
+    fn has_page_index(&self) -> bool {
+        self.metadata.offset_index().is_some()
+    }
+
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
-        Ok(to_schema_pycapsule(py, self.schema.as_ref())?)
+        Ok(to_schema_pycapsule(py, self.schema()?.as_ref())?)
     }
 
     /// The footer's key/value pairs.
@@ -89,17 +96,38 @@ impl PyFileMetadata {
             self.path,
             self.metadata.file_metadata().num_rows(),
             self.metadata.num_row_groups(),
-            self.schema.fields().len()
+            self.metadata
+                .file_metadata()
+                .schema_descr()
+                .root_schema()
+                .get_fields()
+                .len()
         )
     }
 }
 
-/// Read the footer and page index of `path` (through the metadata cache).
+impl PyFileMetadata {
+    fn schema(&self) -> PyResult<&arrow_schema::SchemaRef> {
+        if let Some(schema) = self.schema.get() {
+            return Ok(schema);
+        }
+        let file = self.metadata.file_metadata();
+        let schema =
+            parquet::arrow::parquet_to_arrow_schema(file.schema_descr(), file.key_value_metadata())
+                .map_err(|e| Error::from(e).in_file(&self.path))
+                .py()?;
+        Ok(self.schema.get_or_init(|| Arc::new(schema)))
+    }
+}
+
+/// Read the footer of `path`, and its page index unless `page_index` is false, through the
+/// metadata cache.
 #[pyfunction]
-#[pyo3(signature = (path, *, storage_options=None))]
+#[pyo3(signature = (path, *, page_index=true, storage_options=None))]
 pub fn read_metadata(
     py: Python<'_>,
     path: crate::source::Source,
+    page_index: bool,
     storage_options: Option<crate::source::StorageOptions>,
 ) -> PyResult<PyFileMetadata> {
     crate::source::configure_storage(&path.0, storage_options.as_ref())?;
@@ -108,21 +136,15 @@ pub fn read_metadata(
         .try_into()
         .map_err(|_| pyo3::exceptions::PyTypeError::new_err("read_metadata takes one path"))?;
     let p = path.clone();
-    let (metadata, schema) = run_blocking(py, move |_| -> Result<_, Error> {
+    let metadata = run_blocking(py, move |_| -> Result<_, Error> {
         let file = StorageFile::open(&p, Arc::new(IoStats::default()))?;
-        let (md, _) = global_cache().get(&file, true)?;
-        let schema = parquet::arrow::parquet_to_arrow_schema(
-            md.file_metadata().schema_descr(),
-            md.file_metadata().key_value_metadata(),
-        )
-        .map_err(|e| Error::from(e).in_file(&p))?;
-        Ok((md, Arc::new(schema)))
+        Ok(global_cache().get(&file, page_index)?.0)
     })?
     .py()?;
     Ok(PyFileMetadata {
         path,
         metadata,
-        schema,
+        schema: OnceLock::new(),
     })
 }
 

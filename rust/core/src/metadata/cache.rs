@@ -120,7 +120,8 @@ impl MetadataCache {
                     .all(|r| file.is_buffered(r.clone())));
         let (metadata, has_index) = if page_index && !has_index {
             outcome.page_index_loaded = true;
-            (Arc::new(load_page_index(file, &metadata)?), true)
+            let footer = Arc::unwrap_or_clone(metadata);
+            (Arc::new(load_page_index(file, footer)?), true)
         } else {
             (metadata, has_index)
         };
