@@ -2,6 +2,7 @@
 //! survive statistics and bloom filters, and within them the row ranges the page index
 //! leaves. Each (file, row group, rows) is a `ScanUnit` that a reader can fetch alone.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -134,9 +135,16 @@ pub fn plan_file(
         files: 1,
         ..Default::default()
     };
-    let predicate = ctx.predicate.map(|p| p.bind_partitions(partition_values));
+    // Binding copies the predicate: only files with partition values need it.
+    let predicate: Option<Cow<Predicate>> = ctx.predicate.map(|p| {
+        if partition_values.is_empty() {
+            Cow::Borrowed(p)
+        } else {
+            Cow::Owned(p.bind_partitions(partition_values))
+        }
+    });
     if matches!(
-        predicate,
+        predicate.as_deref(),
         Some(Predicate::Const(Some(false)) | Predicate::Const(None))
     ) {
         m.files_pruned = 1;
@@ -148,7 +156,7 @@ pub fn plan_file(
             warnings: Vec::new(),
         });
     }
-    let predicate = predicate.filter(|p| *p != Predicate::Const(Some(true)));
+    let predicate = predicate.filter(|p| **p != Predicate::Const(Some(true)));
     let mut catalog_warning = None;
     if let Some(catalog) = ctx.catalog {
         match catalog.lookup(path, listed) {
@@ -369,7 +377,7 @@ pub fn plan_file(
         path: path.to_string(),
         identity: file.identity().as_ref().clone(),
         reader_metadata,
-        predicate: predicate.clone(),
+        predicate: predicate.as_deref().cloned(),
         partition_values: partition_values.to_vec(),
     });
     let mut units = Vec::new();

@@ -213,15 +213,21 @@ fn walk(
         .map_err(|e| Error::io(&shown, e))?
         .collect::<std::io::Result<Vec<_>>>()
         .map_err(|e| Error::io(&shown, e))?;
-    entries.sort_by_key(|e| e.file_name());
+    entries.retain(|e| !is_hidden(&e.file_name().to_string_lossy()));
+    entries.sort_by_cached_key(|e| e.file_name());
+    let rel_dirs: Vec<String> = dir
+        .strip_prefix(root)
+        .map(|rel| {
+            rel.components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
     for entry in entries {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if is_hidden(&name) {
-            continue;
-        }
         let path = entry.path();
         // A stat relative to the directory (no path walk), following symlinks as a path
-        // stat would.
+        // stat would. One at a time: stats of one directory on several threads contend
+        // in the kernel and take longer in all.
         let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
         let md = if is_link {
             std::fs::metadata(&path)
@@ -232,17 +238,8 @@ fn walk(
         if md.is_dir() {
             walk(root, &path, out)?;
         } else if md.is_file() {
-            let rel_dirs = path
-                .parent()
-                .and_then(|p| p.strip_prefix(root).ok())
-                .map(|rel| {
-                    rel.components()
-                        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                        .collect()
-                })
-                .unwrap_or_default();
             let identity = FileIdentity::of_metadata(&path.to_string_lossy(), &md);
-            out.push((path, rel_dirs, identity));
+            out.push((path, rel_dirs.clone(), identity));
         }
     }
     Ok(())
