@@ -1,6 +1,7 @@
 //! The `pqindex._native` extension module: thin bindings over `pqindex-core`.
 
 mod aggregate;
+mod allocator;
 mod catalog;
 mod error;
 mod index;
@@ -13,15 +14,9 @@ mod write;
 
 use pyo3::prelude::*;
 
-/// Decoded columns are large, short-lived buffers. The system allocator returns them to
-/// the kernel and page-faults fresh zeroed pages for the next batch; mimalloc keeps and
-/// reuses them. Buffers handed to pyarrow are released through their Arrow release
-/// callback, which frees them here, with the same allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    allocator::keep_freed_memory();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<scan::PyScan>()?;
     m.add_class::<metadata::PyFileMetadata>()?;
