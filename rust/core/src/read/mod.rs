@@ -1,11 +1,14 @@
 //! Reading one scan unit: fetch only the selected pages, decode the predicate columns
 //! first and filter exactly, then decode the other columns for surviving rows only.
 //!
-//! The arrow reader does the late materialisation (`RowFilter`, one predicate per
-//! conjunct, most selective first); this module decides what to prefetch, in which order
-//! to evaluate, and shapes the output (column order, partition columns).
+//! When the output includes a column the predicate reads, `predicate_first` decodes the
+//! predicate columns once and keeps their surviving rows. Otherwise the arrow reader does
+//! the late materialisation (`RowFilter`, one predicate per conjunct, most selective
+//! first). This module decides what to prefetch, in which order to evaluate, and shapes
+//! the output (column order, partition columns).
 
 mod dictionary;
+mod predicate_first;
 pub mod split;
 
 use std::collections::HashSet;
@@ -194,33 +197,69 @@ pub fn read_unit(
         (one, 0)
     };
 
-    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(tracked, reader_metadata)
-        .with_row_groups(vec![reader_rg])
-        .with_projection(projection)
-        .with_batch_size(shape.batch_size)
-        .with_row_selection_policy(RowSelectionPolicy::Selectors);
-    if unit.ranges.row_count() < unit.row_group_rows {
-        builder = builder.with_row_selection(unit.ranges.to_selection(unit.row_group_rows));
-    }
-    if !filters.is_empty() {
-        let predicates: Vec<Box<dyn ArrowPredicate>> = filters
-            .into_iter()
-            .map(|(_, _, pred, leaves)| {
-                let mask = ProjectionMask::leaves(&schema_descr, leaves);
-                Box::new(ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
-                    eval::selection(&pred, &batch)
-                })) as Box<dyn ArrowPredicate>
-            })
-            .collect();
-        builder = builder.with_row_filter(RowFilter::new(predicates));
-    }
     metrics
         .rows_scanned
         .fetch_add(unit.ranges.row_count(), Ordering::Relaxed);
-    let reader = builder.build().map_err(|e| Error::from(e).in_file(&path))?;
+    let selection = (unit.ranges.row_count() < unit.row_group_rows)
+        .then(|| unit.ranges.to_selection(unit.row_group_rows));
+    let predicate_leaves: Vec<usize> = {
+        let mut l: Vec<usize> = filters.iter().flat_map(|f| f.3.iter().copied()).collect();
+        l.sort_unstable();
+        l.dedup();
+        l
+    };
+    let reused = match &predicate {
+        Some(_) if filters.iter().all(|f| !f.3.is_empty()) => {
+            predicate_first::reusable_roots(&schema_descr, &roots, &predicate_leaves)
+        }
+        _ => Vec::new(),
+    };
+    let (reader_schema, inner): predicate_first::Batches = match &predicate {
+        Some(pred) if !reused.is_empty() => predicate_first::read(
+            predicate_first::Unit {
+                file: tracked,
+                metadata: reader_metadata,
+                row_group: reader_rg,
+                selection,
+                batch_size: shape.batch_size,
+                predicate: pred,
+                predicate_leaves: &predicate_leaves,
+                roots: &roots,
+            },
+            &reused,
+        )
+        .map_err(|e| e.in_file(&path))?,
+        _ => {
+            let mut builder =
+                ParquetRecordBatchReaderBuilder::new_with_metadata(tracked, reader_metadata)
+                    .with_row_groups(vec![reader_rg])
+                    .with_projection(projection)
+                    .with_batch_size(shape.batch_size)
+                    .with_row_selection_policy(RowSelectionPolicy::Selectors);
+            if let Some(s) = selection {
+                builder = builder.with_row_selection(s);
+            }
+            if !filters.is_empty() {
+                let predicates: Vec<Box<dyn ArrowPredicate>> = filters
+                    .into_iter()
+                    .map(|(_, _, pred, leaves)| {
+                        let mask = ProjectionMask::leaves(&schema_descr, leaves);
+                        Box::new(ArrowPredicateFn::new(mask, move |batch: RecordBatch| {
+                            eval::selection(&pred, &batch)
+                        })) as Box<dyn ArrowPredicate>
+                    })
+                    .collect();
+                builder = builder.with_row_filter(RowFilter::new(predicates));
+            }
+            let reader = builder.build().map_err(|e| Error::from(e).in_file(&path))?;
+            (
+                arrow_array::RecordBatchReader::schema(&reader),
+                Box::new(reader),
+            )
+        }
+    };
 
-    // Map the reader's columns (file order) to the requested order.
-    let reader_schema = arrow_array::RecordBatchReader::schema(&reader);
+    // Map the reader's columns to the requested order.
     let positions: Vec<Option<usize>> = shape
         .columns
         .iter()
@@ -237,7 +276,7 @@ pub fn read_unit(
     let metrics = metrics.clone();
     let md_for_count = md.clone();
     let mut finished = false;
-    let mut inner = reader;
+    let mut inner = inner;
     Ok(std::iter::from_fn(move || {
         if finished {
             return None;
