@@ -19,8 +19,8 @@ use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{ArrowError, DataType, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
-    ArrowPredicate, ArrowPredicateFn, ParquetRecordBatchReaderBuilder, RowFilter,
-    RowSelectionPolicy,
+    ArrowPredicate, ArrowPredicateFn, ArrowReaderMetadata, ParquetRecordBatchReaderBuilder,
+    RowFilter, RowSelection, RowSelectionPolicy,
 };
 use parquet::arrow::ProjectionMask;
 
@@ -155,21 +155,24 @@ pub fn read_unit(
         filters.sort_by_key(|(rows, bytes, _, _)| (*rows, *bytes));
     }
 
+    let predicate_leaves: Vec<usize> = {
+        let mut l: Vec<usize> = filters.iter().flat_map(|f| f.3.iter().copied()).collect();
+        l.sort_unstable();
+        l.dedup();
+        l
+    };
     // Prefetch what is certainly read: the predicate columns' selected pages, or every
     // projected column's selected pages when nothing filters them further. On an object
     // store a request costs more than the pages a filter might spare, so every projected
     // column is fetched at once.
     let eager_leaves: Vec<usize> = if filters.is_empty() || file.is_remote() {
         let mut l = projected_leaves.clone();
-        l.extend(filters.iter().flat_map(|f| f.3.iter().copied()));
+        l.extend(&predicate_leaves);
         l.sort_unstable();
         l.dedup();
         l
     } else {
-        let mut l: Vec<usize> = filters.iter().flat_map(|f| f.3.iter().copied()).collect();
-        l.sort_unstable();
-        l.dedup();
-        l
+        predicate_leaves.clone()
     };
     let skipped = dictionary::fetch_selected_pages(
         &file,
@@ -202,12 +205,6 @@ pub fn read_unit(
         .fetch_add(unit.ranges.row_count(), Ordering::Relaxed);
     let selection = (unit.ranges.row_count() < unit.row_group_rows)
         .then(|| unit.ranges.to_selection(unit.row_group_rows));
-    let predicate_leaves: Vec<usize> = {
-        let mut l: Vec<usize> = filters.iter().flat_map(|f| f.3.iter().copied()).collect();
-        l.sort_unstable();
-        l.dedup();
-        l
-    };
     let reused = match &predicate {
         Some(_) if filters.iter().all(|f| !f.3.is_empty()) => {
             predicate_first::reusable_roots(&schema_descr, &roots, &predicate_leaves)
@@ -230,15 +227,15 @@ pub fn read_unit(
         )
         .map_err(|e| e.in_file(&path))?,
         _ => {
-            let mut builder =
-                ParquetRecordBatchReaderBuilder::new_with_metadata(tracked, reader_metadata)
-                    .with_row_groups(vec![reader_rg])
-                    .with_projection(projection)
-                    .with_batch_size(shape.batch_size)
-                    .with_row_selection_policy(RowSelectionPolicy::Selectors);
-            if let Some(s) = selection {
-                builder = builder.with_row_selection(s);
-            }
+            let mut builder = reader_builder(
+                tracked,
+                reader_metadata,
+                reader_rg,
+                projection,
+                shape.batch_size,
+                selection,
+            )
+            .with_row_selection_policy(RowSelectionPolicy::Selectors);
             if !filters.is_empty() {
                 let predicates: Vec<Box<dyn ArrowPredicate>> = filters
                     .into_iter()
@@ -302,6 +299,25 @@ pub fn read_unit(
             }
         }
     }))
+}
+
+/// A reader of `rows` (all when `None`) of one row group, `projection` only.
+fn reader_builder<F: ChunkReader + 'static>(
+    file: F,
+    metadata: ArrowReaderMetadata,
+    row_group: usize,
+    projection: ProjectionMask,
+    batch_size: usize,
+    rows: Option<RowSelection>,
+) -> ParquetRecordBatchReaderBuilder<F> {
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata)
+        .with_row_groups(vec![row_group])
+        .with_projection(projection)
+        .with_batch_size(batch_size);
+    match rows {
+        Some(rows) => builder.with_row_selection(rows),
+        None => builder,
+    }
 }
 
 /// Byte ranges of the pages of `leaves` that hold selected rows, with their dictionary

@@ -13,9 +13,7 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 use arrow_select::concat::concat_batches;
 use arrow_select::filter::filter_record_batch;
-use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy,
-};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, RowSelection, RowSelectionPolicy};
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
 use parquet::schema::types::SchemaDescriptor;
@@ -23,7 +21,7 @@ use parquet::schema::types::SchemaDescriptor;
 use crate::error::Result;
 use crate::predicate::eval;
 use crate::predicate::expr::Predicate;
-use crate::read::leaves_of;
+use crate::read::reader_builder;
 
 /// Batches of the output roots, and their schema (the columns in no particular order).
 pub(super) type Batches = (
@@ -54,15 +52,13 @@ pub(super) fn reusable_roots(
     roots: &[usize],
     predicate_leaves: &[usize],
 ) -> Vec<usize> {
-    roots
-        .iter()
-        .copied()
-        .filter(|r| {
-            leaves_of(descr, &[*r])
-                .iter()
-                .all(|l| predicate_leaves.contains(l))
-        })
-        .collect()
+    let mut whole = vec![true; descr.root_schema().get_fields().len()];
+    for leaf in 0..descr.num_columns() {
+        if !predicate_leaves.contains(&leaf) {
+            whole[descr.get_column_root_idx(leaf)] = false;
+        }
+    }
+    roots.iter().copied().filter(|r| whole[*r]).collect()
 }
 
 /// Evaluate the predicate on its columns now, then stream the output rows.
@@ -72,17 +68,14 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
 ) -> Result<Batches> {
     let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
     let builder = |projection: ProjectionMask, selection: Option<RowSelection>| {
-        let mut b = ParquetRecordBatchReaderBuilder::new_with_metadata(
+        reader_builder(
             unit.file.clone(),
             unit.metadata.clone(),
+            unit.row_group,
+            projection,
+            unit.batch_size,
+            selection,
         )
-        .with_row_groups(vec![unit.row_group])
-        .with_projection(projection)
-        .with_batch_size(unit.batch_size);
-        if let Some(s) = selection {
-            b = b.with_row_selection(s);
-        }
-        b
     };
 
     // The predicate pass: every selected row of the predicate columns, decoded once.
@@ -123,10 +116,7 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         let batches = (0..rows)
             .step_by(batch_size)
             .map(move |start| Ok(kept.slice(start, batch_size.min(rows - start))));
-        return Ok((
-            kept_schema,
-            Box::new(batches.collect::<Vec<_>>().into_iter()),
-        ));
+        return Ok((kept_schema, Box::new(batches)));
     }
 
     // The surviving rows, as a selection of the whole row group.
