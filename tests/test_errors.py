@@ -211,7 +211,13 @@ def test_damaged_data_pages_fail_or_read_whole(data_dir: Path, seed: int) -> Non
     must reach the consumer as an error, not as the end of that thread's rows)."""
     path = data_dir / "pages.parquet"
     n = 200_000
-    table = pa.table({"k": pa.array(range(n), pa.int64()), "v": [f"v{i % 997}" for i in range(n)]})
+    table = pa.table(
+        {
+            "k": pa.array(range(n), pa.int64()),
+            "v": [f"v{i % 997}" for i in range(n)],
+            "w": pa.array(range(0, 3 * n, 3), pa.int64()),
+        }
+    )
     pq.write_table(table, path, compression="zstd", use_dictionary=False, row_group_size=50_000)
     md = pq.ParquetFile(path).metadata
     rng = random.Random(seed)
@@ -224,14 +230,17 @@ def test_damaged_data_pages_fail_or_read_whole(data_dir: Path, seed: int) -> Non
     path.write_bytes(bytes(data))
     pqindex.clear_metadata_cache()
     # Without a predicate, and with one whose columns are in the output (decoded once, for
-    # the filter and the output); it matches every row.
-    for where in (None, '"k" >= 0'):
+    # the filter and the output); it matches every row. With eight threads for four row
+    # groups, spare threads read "v" and "w" after the predicate pass.
+    for where, threads in ((None, 2), ('"k" >= 0', 2), ('"k" >= 0', 8)):
+        scan = pqindex.scan(path, where, threads=threads, batch_size=4096)
         try:
-            rows = pqindex.scan(path, where, threads=2, batch_size=4096).to_arrow().num_rows
+            rows = scan.to_arrow().num_rows
         except pqindex.PqindexError as e:
             assert "pages.parquet" in str(e)
         else:
             assert rows == n
+            assert (scan.metrics()["column_groups_read"] > 0) == (threads == 8)
 
 
 # --- predicates ----------------------------------------------------------------------------

@@ -4,7 +4,8 @@ The predicate columns are decoded once: their surviving rows go to the output, a
 other columns are read for those rows only. These cases check that the two meet row for
 row: scattered matches over many pages and batches, NULLs, page pruning before the
 predicate, a predicate on a leaf of a projected struct, and every column projected or
-only some.
+only some. With more threads than row groups, the spare threads read groups of the other
+columns side by side; each case runs that way too.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ CASES = [
     ("r < 10", lambda t: pc.less(t["r"], 10), ["f", "r"]),
     ("r < 10", lambda t: pc.less(t["r"], 10), ["r"]),
     ("r < 10", lambda t: pc.less(t["r"], 10), ["k", "f"]),
+    ("r < 10", lambda t: pc.less(t["r"], 10), ["t", "s", "k", "f"]),
     (
         "s = 's3' OR r > 95",
         lambda t: pc.or_kleene(pc.equal(t["s"], "s3"), pc.greater(t["r"], 95)),
@@ -80,6 +82,7 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("threads", [1, 8])
 @pytest.mark.parametrize("batch_size", [777, 65_536])
 @pytest.mark.parametrize(("where", "mask", "columns"), CASES)
 def test_rows_of_predicate_columns_meet_the_others(
@@ -88,10 +91,31 @@ def test_rows_of_predicate_columns_meet_the_others(
     mask: Callable[[pa.Table], pa.ChunkedArray],
     columns: list[str] | None,
     batch_size: int,
+    threads: int,
 ) -> None:
     table = pq.read_table(path)
     expected_rows = table.filter(mask(table))
     expected = expected_rows.select(columns) if columns else expected_rows
-    got = pqindex.scan(path, where, columns=columns, batch_size=batch_size).to_arrow()
+    scan = pqindex.scan(path, where, columns=columns, batch_size=batch_size, threads=threads)
+    got = scan.to_arrow()
     assert got.schema == expected.schema
     assert got.to_pylist() == expected.to_pylist()
+
+
+def test_spare_threads_read_the_other_columns_of_a_small_selection(path: Path) -> None:
+    # Row groups of 12,000 rows: one or three units, and eight threads to share out.
+    one_unit = pqindex.scan(path, "k >= 29990 AND r >= 0", threads=8)
+    assert one_unit.to_arrow().num_rows > 0
+    assert one_unit.metrics()["units"] == 1
+    # k and r come out of the predicate pass; s, t and f take a thread each.
+    assert one_unit.metrics()["column_groups_read"] == 3
+    three_units = pqindex.scan(path, "r < 10", columns=["k", "f"], threads=8)
+    three_units.to_arrow()
+    assert three_units.metrics()["column_groups_read"] == 3 * 2
+    # One thread per unit, or one column besides the predicate's: one group each.
+    single = pqindex.scan(path, "r < 10", threads=1)
+    assert single.to_arrow().num_rows > 0
+    assert single.metrics()["column_groups_read"] == 0
+    lone = pqindex.scan(path, "r < 10", columns=["r", "f"], threads=8)
+    lone.to_arrow()
+    assert lone.metrics()["column_groups_read"] == 0

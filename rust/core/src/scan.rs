@@ -321,6 +321,7 @@ impl Scan {
             ("rows_matched", l(&r.rows_matched)),
             ("units", self.units.len() as u64),
             ("units_read", l(&r.units_read)),
+            ("column_groups_read", l(&r.column_groups_read)),
             ("footers_read", m.footers_read),
             ("footer_cache_hits", m.footer_cache_hits),
             ("page_indexes_read", m.page_indexes_read),

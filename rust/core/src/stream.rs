@@ -217,7 +217,7 @@ fn send_unit(
     shared: &StreamShared,
     tx: &Sender<Message>,
 ) -> bool {
-    let batches = match read_unit(&piece.unit, shape, io, read) {
+    let batches = match read_unit(&piece.unit, piece.threads, shape, io, read) {
         Ok(b) => b,
         Err(e) => return tx.send(Message::Failed(e)).is_ok(),
     };

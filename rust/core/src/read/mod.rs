@@ -8,6 +8,7 @@
 //! the output (column order, partition columns).
 
 mod dictionary;
+mod parallel_columns;
 mod predicate_first;
 pub mod split;
 
@@ -46,6 +47,8 @@ pub struct ReadMetrics {
     /// Dictionary pages not read because no selected page of their chunk uses them.
     pub dictionary_pages_skipped: AtomicU64,
     pub units_read: AtomicU64,
+    /// Groups of columns read side by side by a unit's spare threads.
+    pub column_groups_read: AtomicU64,
 }
 
 /// What the output looks like, shared by every unit of a scan.
@@ -115,9 +118,10 @@ impl ChunkReader for TrackedFile {
     }
 }
 
-/// Read `unit` as a stream of output batches.
+/// Read `unit` as a stream of output batches, on up to `threads` threads.
 pub fn read_unit(
     unit: &ScanUnit,
+    threads: usize,
     shape: &OutputShape,
     io: &Arc<IoStats>,
     metrics: &Arc<ReadMetrics>,
@@ -205,15 +209,44 @@ pub fn read_unit(
         .fetch_add(unit.ranges.row_count(), Ordering::Relaxed);
     let selection = (unit.ranges.row_count() < unit.row_group_rows)
         .then(|| unit.ranges.to_selection(unit.row_group_rows));
+    let every_conjunct_reads = filters.iter().all(|f| !f.3.is_empty());
     let reused = match &predicate {
-        Some(_) if filters.iter().all(|f| !f.3.is_empty()) => {
+        Some(_) if every_conjunct_reads => {
             predicate_first::reusable_roots(&schema_descr, &roots, &predicate_leaves)
         }
         _ => Vec::new(),
     };
+    // Spare threads share out the other columns of a small selection.
+    let shares = match &predicate {
+        Some(_)
+            if every_conjunct_reads
+                && threads > 1
+                && unit.ranges.row_count() <= parallel_columns::MAX_ROWS =>
+        {
+            let others: Vec<usize> = roots
+                .iter()
+                .copied()
+                .filter(|r| !reused.contains(r))
+                .collect();
+            let at = parallel_columns::Selected {
+                md: &md,
+                row_group: rg,
+                ranges: &unit.ranges,
+                rows: unit.row_group_rows,
+            };
+            Some(parallel_columns::shares(
+                &at,
+                &predicate_leaves,
+                &others,
+                threads,
+            ))
+            .filter(|s| !s.spare.is_empty())
+        }
+        _ => None,
+    };
     let (reader_schema, inner): predicate_first::Batches = match &predicate {
-        Some(pred) if !reused.is_empty() => predicate_first::read(
-            predicate_first::Unit {
+        Some(pred) if shares.is_some() || !reused.is_empty() => {
+            let unit = predicate_first::Unit {
                 file: tracked,
                 metadata: reader_metadata,
                 row_group: reader_rg,
@@ -222,10 +255,19 @@ pub fn read_unit(
                 predicate: pred,
                 predicate_leaves: &predicate_leaves,
                 roots: &roots,
-            },
-            &reused,
-        )
-        .map_err(|e| e.in_file(&path))?,
+            };
+            match shares {
+                Some(shares) => {
+                    let groups = shares.spare.len() + usize::from(!shares.own.is_empty());
+                    metrics
+                        .column_groups_read
+                        .fetch_add(groups as u64, Ordering::Relaxed);
+                    parallel_columns::read(unit, &reused, shares)
+                }
+                None => predicate_first::read(unit, &reused),
+            }
+            .map_err(|e| e.in_file(&path))?
+        }
         _ => {
             let mut builder = reader_builder(
                 tracked,

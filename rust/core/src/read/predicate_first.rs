@@ -9,9 +9,10 @@
 
 use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, BooleanArray, RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
-use arrow_select::concat::concat_batches;
+use arrow_select::concat::{concat, concat_batches};
 use arrow_select::filter::filter_record_batch;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, RowSelection, RowSelectionPolicy};
 use parquet::arrow::ProjectionMask;
@@ -61,26 +62,30 @@ pub(super) fn reusable_roots(
     roots.iter().copied().filter(|r| whole[*r]).collect()
 }
 
-/// Evaluate the predicate on its columns now, then stream the output rows.
-pub(super) fn read<F: ChunkReader + Clone + 'static>(
-    unit: Unit<'_, F>,
-    reused: &[usize],
-) -> Result<Batches> {
-    let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
-    let builder = |projection: ProjectionMask, selection: Option<RowSelection>| {
-        reader_builder(
-            unit.file.clone(),
-            unit.metadata.clone(),
-            unit.row_group,
-            projection,
-            unit.batch_size,
-            selection,
-        )
-    };
+/// What the predicate pass leaves: the matching rows of the reused roots, and the rows
+/// still to read of the other columns.
+pub(super) struct Matched {
+    /// The reused roots' matching rows, in one batch.
+    pub kept: RecordBatch,
+    /// Which of the unit's selected rows match.
+    pub mask: BooleanArray,
+    /// The matching rows, as a selection of the whole row group.
+    pub selection: RowSelection,
+}
 
-    // The predicate pass: every selected row of the predicate columns, decoded once.
-    let filter_reader = builder(
+/// The predicate pass: every selected row of the predicate columns, decoded once, and
+/// the predicate evaluated on them.
+pub(super) fn predicate_pass<F: ChunkReader + Clone + 'static>(
+    unit: &Unit<'_, F>,
+    reused: &[usize],
+) -> Result<Matched> {
+    let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
+    let filter_reader = reader_builder(
+        unit.file.clone(),
+        unit.metadata.clone(),
+        unit.row_group,
         ProjectionMask::leaves(&descr, unit.predicate_leaves.iter().copied()),
+        unit.batch_size,
         unit.selection.clone(),
     )
     .with_row_selection_policy(RowSelectionPolicy::Selectors)
@@ -103,6 +108,33 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         masks.push(mask);
     }
     let kept = concat_batches(&kept_schema, &kept)?;
+    let matched = RowSelection::from_filters(&masks);
+    let selection = match &unit.selection {
+        Some(s) => s.and_then(&matched),
+        None => matched,
+    };
+    let parts: Vec<&dyn Array> = masks.iter().map(|m| m as &dyn Array).collect();
+    let mask = match parts.len() {
+        0 => BooleanArray::from(Vec::<bool>::new()),
+        _ => concat(&parts)?.as_boolean().clone(),
+    };
+    Ok(Matched {
+        kept,
+        mask,
+        selection,
+    })
+}
+
+/// Evaluate the predicate on its columns now, then stream the output rows.
+pub(super) fn read<F: ChunkReader + Clone + 'static>(
+    unit: Unit<'_, F>,
+    reused: &[usize],
+) -> Result<Batches> {
+    let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
+    let Matched {
+        kept, selection, ..
+    } = predicate_pass(&unit, reused)?;
+    let kept_schema = kept.schema();
 
     let others: Vec<usize> = unit
         .roots
@@ -111,23 +143,19 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         .filter(|r| !reused.contains(r))
         .collect();
     if others.is_empty() || kept.num_rows() == 0 {
-        let rows = kept.num_rows();
-        let batch_size = unit.batch_size.max(1);
-        let batches = (0..rows)
-            .step_by(batch_size)
-            .map(move |start| Ok(kept.slice(start, batch_size.min(rows - start))));
-        return Ok((kept_schema, Box::new(batches)));
+        return Ok((kept_schema, Box::new(slices(kept, unit.batch_size))));
     }
 
-    // The surviving rows, as a selection of the whole row group.
-    let matched = RowSelection::from_filters(&masks);
-    let selection = match &unit.selection {
-        Some(s) => s.and_then(&matched),
-        None => matched,
-    };
-    let rest = builder(ProjectionMask::roots(&descr, others), Some(selection))
-        .with_row_selection_policy(RowSelectionPolicy::default())
-        .build()?;
+    let rest = reader_builder(
+        unit.file,
+        unit.metadata,
+        unit.row_group,
+        ProjectionMask::roots(&descr, others),
+        unit.batch_size,
+        Some(selection),
+    )
+    .with_row_selection_policy(RowSelectionPolicy::default())
+    .build()?;
     let rest_schema = rest.schema();
     let schema = Arc::new(Schema::new(
         rest_schema
@@ -175,7 +203,19 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
     Ok((out_schema, Box::new(batches)))
 }
 
-fn mismatch(kept: usize, other: usize) -> ArrowError {
+/// `batch` in slices of `batch_size` rows.
+pub(super) fn slices(
+    batch: RecordBatch,
+    batch_size: usize,
+) -> impl Iterator<Item = Result<RecordBatch, ArrowError>> + Send {
+    let rows = batch.num_rows();
+    let batch_size = batch_size.max(1);
+    (0..rows)
+        .step_by(batch_size)
+        .map(move |start| Ok(batch.slice(start, batch_size.min(rows - start))))
+}
+
+pub(super) fn mismatch(kept: usize, other: usize) -> ArrowError {
     ArrowError::ComputeError(format!(
         "the predicate pass kept {kept} rows, the other columns gave {other}"
     ))

@@ -19,10 +19,14 @@ pub const MIN_PIECE_ROWS: u64 = 1 << 17;
 pub struct Piece {
     pub unit: ScanUnit,
     pub completes: bool,
+    /// Threads the piece may read with: more than one when there are fewer pieces than
+    /// threads.
+    pub threads: usize,
 }
 
 /// The units as pieces for `threads` threads: with `r = units % threads`, each of the
 /// last `r` units is cut in up to `threads` pieces of at least [`MIN_PIECE_ROWS`].
+/// Fewer pieces than threads share the threads out.
 pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Piece> {
     let r = if threads > 1 {
         units.len() % threads
@@ -38,6 +42,7 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
             out.push(Piece {
                 unit,
                 completes: true,
+                threads: 1,
             });
             continue;
         }
@@ -57,7 +62,12 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
                 row_group_rows: unit.row_group_rows,
             },
             completes: k == last,
+            threads: 1,
         }));
+    }
+    if !out.is_empty() && out.len() < threads {
+        let spare = threads / out.len();
+        out.iter_mut().for_each(|p| p.threads = spare);
     }
     out
 }
