@@ -97,13 +97,15 @@ class SparkScan:
         filtered = base.where(where) if where is not None else base
         self._where = where
         self._columns = list(columns) if columns is not None else list(base.columns)
-        self._output = base.select(*self._columns).schema
+        self._output = _selected_schema(base, self._columns)
         # Columns the final Spark filter needs, read too and dropped after it.
         needed = list(self._output.fieldNames())
         for name in _referenced_columns(filtered) if where is not None else []:
             if name not in needed:
                 needed.append(name)
-        self._read_schema = base.select(*needed).schema
+        self._read_schema = (
+            self._output if needed == self._columns else _selected_schema(base, needed)
+        )
         if probe is not None and needed == base.columns:
             self._plan = probe
         elif remote:
@@ -147,6 +149,8 @@ class SparkScan:
             df = self._distributed(target)
         if self._where is not None:
             df = df.where(self._where)
+        if self._read_schema is self._output:
+            return df
         return df.select(*self._output.fieldNames())
 
     def _distributed(self, target: Any) -> Any:
@@ -294,6 +298,14 @@ def _balanced_groups(units: Any, partitions: int) -> list[list[int]]:
         groups[-1].append(i)
         filled += size
     return groups
+
+
+def _selected_schema(df: Any, columns: list[str]) -> Any:
+    """The schema of ``df.select(*columns)``; ``df``'s own (cached by PySpark) when that is
+    every column in order, which saves Spark an analysis."""
+    if columns == list(df.columns):
+        return df.schema
+    return df.select(*columns).schema
 
 
 def _referenced_columns(filtered_df: Any) -> list[str]:

@@ -14,8 +14,8 @@
 //! spare thread whose columns also have a single selected page each then reads them
 //! while the predicate is being evaluated, and drops the rows that do not match after:
 //! a page is decompressed whole however few of its rows are read, so this costs little
-//! more than waiting, and reads no page the matching rows would not. Other spare threads
-//! wait for the matching rows.
+//! more than waiting and, unless no row matches, reads no page the matching rows would
+//! not. Other spare threads wait for the matching rows.
 
 use std::sync::Arc;
 
