@@ -32,7 +32,7 @@ use crate::error::{panic_message, Result};
 use crate::prune::row_ranges::RowRanges;
 use crate::read::dictionary::selected_pages;
 use crate::read::predicate_first::{mismatch, predicate_pass, slices, Batches, Matched, Unit};
-use crate::read::{byte_ranges, leaves_of, reader_builder};
+use crate::read::{byte_ranges, leaves_of};
 
 /// Most selected rows (before the predicate) a unit may have to be read this way.
 pub const MAX_ROWS: u64 = 1 << 17;
@@ -222,16 +222,13 @@ fn read_rows<F: ChunkReader + Clone + 'static>(
     selection: Option<&RowSelection>,
 ) -> Result<RecordBatch> {
     let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
-    let reader = reader_builder(
-        unit.file.clone(),
-        unit.metadata.clone(),
-        unit.row_group,
-        ProjectionMask::roots(&descr, roots.iter().copied()),
-        unit.batch_size,
-        selection.cloned(),
-    )
-    .with_row_selection_policy(RowSelectionPolicy::default())
-    .build()?;
+    let reader = unit
+        .reader(
+            ProjectionMask::roots(&descr, roots.iter().copied()),
+            selection.cloned(),
+        )
+        .with_row_selection_policy(RowSelectionPolicy::default())
+        .build()?;
     let schema = arrow_array::RecordBatchReader::schema(&reader);
     let batches = reader.collect::<Result<Vec<_>, ArrowError>>()?;
     Ok(concat_batches(&schema, &batches)?)

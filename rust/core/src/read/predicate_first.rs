@@ -14,7 +14,9 @@ use arrow_array::{Array, BooleanArray, RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 use arrow_select::concat::{concat, concat_batches};
 use arrow_select::filter::filter_record_batch;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, RowSelection, RowSelectionPolicy};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy,
+};
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
 use parquet::schema::types::SchemaDescriptor;
@@ -43,6 +45,24 @@ pub(super) struct Unit<'a, F> {
     pub predicate_leaves: &'a [usize],
     /// Root columns of the output.
     pub roots: &'a [usize],
+}
+
+impl<F: ChunkReader + Clone + 'static> Unit<'_, F> {
+    /// A reader of this unit's row group: `projection`, `rows` of it (all when `None`).
+    pub fn reader(
+        &self,
+        projection: ProjectionMask,
+        rows: Option<RowSelection>,
+    ) -> ParquetRecordBatchReaderBuilder<F> {
+        reader_builder(
+            self.file.clone(),
+            self.metadata.clone(),
+            self.row_group,
+            projection,
+            self.batch_size,
+            rows,
+        )
+    }
 }
 
 /// The output roots the predicate read whole (every leaf under them): these come out of
@@ -80,16 +100,13 @@ pub(super) fn predicate_pass<F: ChunkReader + Clone + 'static>(
     reused: &[usize],
 ) -> Result<Matched> {
     let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
-    let filter_reader = reader_builder(
-        unit.file.clone(),
-        unit.metadata.clone(),
-        unit.row_group,
-        ProjectionMask::leaves(&descr, unit.predicate_leaves.iter().copied()),
-        unit.batch_size,
-        unit.selection.clone(),
-    )
-    .with_row_selection_policy(RowSelectionPolicy::Selectors)
-    .build()?;
+    let filter_reader = unit
+        .reader(
+            ProjectionMask::leaves(&descr, unit.predicate_leaves.iter().copied()),
+            unit.selection.clone(),
+        )
+        .with_row_selection_policy(RowSelectionPolicy::Selectors)
+        .build()?;
     let filter_schema = filter_reader.schema();
     let kept_indexes: Vec<usize> = reused
         .iter()
@@ -146,16 +163,10 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         return Ok((kept_schema, Box::new(slices(kept, unit.batch_size))));
     }
 
-    let rest = reader_builder(
-        unit.file,
-        unit.metadata,
-        unit.row_group,
-        ProjectionMask::roots(&descr, others),
-        unit.batch_size,
-        Some(selection),
-    )
-    .with_row_selection_policy(RowSelectionPolicy::default())
-    .build()?;
+    let rest = unit
+        .reader(ProjectionMask::roots(&descr, others), Some(selection))
+        .with_row_selection_policy(RowSelectionPolicy::default())
+        .build()?;
     let rest_schema = rest.schema();
     let schema = Arc::new(Schema::new(
         rest_schema
