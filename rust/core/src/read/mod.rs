@@ -2,10 +2,11 @@
 //! first and filter exactly, then decode the other columns for surviving rows only.
 //!
 //! When the output includes a column the predicate reads, `predicate_first` decodes the
-//! predicate columns once and keeps their surviving rows. Otherwise the arrow reader does
-//! the late materialisation (`RowFilter`, one predicate per conjunct, most selective
-//! first). This module decides what to prefetch, in which order to evaluate, and shapes
-//! the output (column order, partition columns).
+//! predicate columns once and keeps their surviving rows. When the scan has threads to
+//! spare for a small selection, `parallel_columns` shares the other columns out among
+//! them. Otherwise the arrow reader does the late materialisation (`RowFilter`, one
+//! predicate per conjunct, most selective first). This module decides what to prefetch,
+//! in which order to evaluate, and shapes the output (column order, partition columns).
 
 mod dictionary;
 mod parallel_columns;
