@@ -67,11 +67,27 @@ pub enum OutputColumn {
     Partition(usize),
 }
 
-/// The leaf columns under `roots`, in schema order.
+/// The leaf columns under `roots`, in schema order. One pass over the leaves, however
+/// many roots: `SELECT *` of a wide file asks for every one.
 pub fn leaves_of(descr: &SchemaDescriptor, roots: &[usize]) -> Vec<usize> {
+    let mut wanted = vec![false; descr.root_schema().get_fields().len()];
+    for root in roots {
+        if let Some(w) = wanted.get_mut(*root) {
+            *w = true;
+        }
+    }
     (0..descr.num_columns())
-        .filter(|l| roots.contains(&descr.get_column_root_idx(*l)))
+        .filter(|l| wanted[descr.get_column_root_idx(*l)])
         .collect()
+}
+
+/// Each root column's leaves, in schema order, indexed by root.
+pub fn leaves_by_root(descr: &SchemaDescriptor) -> Vec<Vec<usize>> {
+    let mut out = vec![Vec::new(); descr.root_schema().get_fields().len()];
+    for leaf in 0..descr.num_columns() {
+        out[descr.get_column_root_idx(leaf)].push(leaf);
+    }
+    out
 }
 
 impl OutputShape {

@@ -32,7 +32,7 @@ use crate::error::{panic_message, Result};
 use crate::prune::row_ranges::RowRanges;
 use crate::read::dictionary::selected_pages;
 use crate::read::predicate_first::{mismatch, predicate_pass, slices, Batches, Matched, Unit};
-use crate::read::{byte_ranges, leaves_of};
+use crate::read::{byte_ranges, leaves_by_root};
 
 /// Most selected rows (before the predicate) a unit may have to be read this way.
 pub const MAX_ROWS: u64 = 1 << 17;
@@ -90,11 +90,17 @@ pub(super) fn shares(
     roots: &[usize],
     threads: usize,
 ) -> Shares {
-    let descr = at.md.file_metadata().schema_descr();
+    let leaves = leaves_by_root(at.md.file_metadata().schema_descr());
+    let leaves_of = |roots: &[usize]| -> Vec<usize> {
+        roots
+            .iter()
+            .flat_map(|r| leaves[*r].iter().copied())
+            .collect()
+    };
     let early = at.one_page_each(predicate_leaves);
     let mut sized: Vec<(u64, usize)> = roots
         .iter()
-        .map(|root| (at.bytes(&leaves_of(descr, &[*root])), *root))
+        .map(|root| (at.bytes(&leaves[*root]), *root))
         .collect();
     sized.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let split = |pass_bytes: u64| {
@@ -104,7 +110,7 @@ pub(super) fn shares(
             .into_iter()
             .filter(|g| !g.is_empty())
             .map(|roots| Share {
-                early: early && at.one_page_each(&leaves_of(descr, &roots)),
+                early: early && at.one_page_each(&leaves_of(&roots)),
                 roots,
             })
             .collect();
@@ -293,7 +299,12 @@ mod tests {
             ranges: &all,
             rows,
         };
-        let size = |group: &[usize]| at.bytes(&leaves_of(md.file_metadata().schema_descr(), group));
+        let size = |group: &[usize]| {
+            at.bytes(&crate::read::leaves_of(
+                md.file_metadata().schema_descr(),
+                group,
+            ))
+        };
 
         let roots: Vec<usize> = (0..6).collect();
         let s = shares(&at, &[], &roots, 2);
