@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 
+echo "== layers of the Rust core (imports point down, no cycles)"
+.venv/bin/python scripts/check_layers.py
+
 echo "== cargo fmt / clippy"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings

@@ -49,10 +49,6 @@ def pytest_configure(config: pytest.Config) -> None:
         "spark: needs a local Spark (pyspark + Java); run with -m spark or --spark",
     )
     config.addinivalue_line("markers", "slow: runs only with --full (or PQINDEX_FULL=1)")
-    # pyspark 4.3 warns about pandas 3 on every session; it does not use pandas here.
-    config.addinivalue_line(
-        "filterwarnings", "ignore:PySpark does not yet fully support pandas:FutureWarning"
-    )
 
 
 def full_run(config: pytest.Config) -> bool:
@@ -136,33 +132,90 @@ def _java_available() -> bool:
     )
 
 
+#: Spark sessions every test in a ``test_spark_*`` module runs against; other modules'
+#: Spark tests run on a classic session only.
+SPARK_MODES = ("classic", "connect")
+SPARK_CONFS = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "1g",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """``spark`` is a classic session or a Spark Connect one; the session fixture is
+    parametrised, so pytest runs every classic test first, then starts the Connect server
+    once for the rest."""
+    if "spark" in metafunc.fixturenames:
+        module = metafunc.module.__name__.rsplit(".", 1)[-1]
+        modes = SPARK_MODES if module.startswith("test_spark_") else SPARK_MODES[:1]
+        metafunc.parametrize("spark", modes, indirect=True, scope="session")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A small local SparkSession, started the first time a spark test asks for it."""
+def spark(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """A small local SparkSession, started the first time a spark test asks for it: a
+    classic one, or a client of a Spark Connect server started from the pyspark package.
+
+    The server runs as ``SparkSession.builder.remote("local[2]")`` runs it (a local Spark
+    with the Connect plugin, in this process), but on a free port rather than the fixed
+    15002, so that test runs on a shared machine do not collide. PySpark's functions pick
+    classic or Connect by ``SPARK_CONNECT_MODE_ENABLED``, so it is set while Connect tests
+    run, and the classic session is stopped before the server starts."""
     pytest.importorskip("pyspark")
     if not _java_available():
         pytest.skip("no Java: Spark cannot start")
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    # Python workers must run this interpreter (the one with pqindex installed), not
-    # whatever python3 comes first on PATH.
+    mode = getattr(request, "param", "classic")
+    # Python workers (and the Connect server's) must run this interpreter, the one with
+    # pqindex installed, not whatever python3 comes first on PATH.
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("pqindex-tests")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", "-Duser.timezone=UTC")
-        .config("spark.executor.extraJavaOptions", "-Duser.timezone=UTC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    warehouse = tmp_path_factory.mktemp(f"spark-warehouse-{mode}")
+    builder = SparkSession.builder.master("local[2]").appName(f"pqindex-tests-{mode}")
+    for key, value in {**SPARK_CONFS, "spark.sql.warehouse.dir": str(warehouse)}.items():
+        builder = builder.config(key, value)
+    if mode == "classic":
+        session = builder.getOrCreate()
+        SparkContext._active_spark_context.setLogLevel("ERROR")  # type: ignore[union-attr]
+        yield session
+        session.stop()
+        return
+    pytest.importorskip("grpc", reason="Spark Connect needs pyspark[connect]")
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    port = _free_port()
+    server = (
+        builder.config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+        .config("spark.connect.grpc.binding.address", "127.0.0.1")
+        .config("spark.connect.grpc.binding.port", str(port))
+        .config("spark.sql.artifact.isolation.enabled", "true")
+        .config("spark.sql.artifact.isolation.alwaysApplyClassloader", "true")
         .getOrCreate()
     )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    SparkContext._active_spark_context.setLogLevel("ERROR")  # type: ignore[union-attr]
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    try:
+        session = ConnectSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+        yield session
+        session.stop()
+    finally:
+        del os.environ["SPARK_CONNECT_MODE_ENABLED"]
+        server.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import decimal
 import io
@@ -11,6 +12,7 @@ import re
 import struct
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +21,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from pqindex import cli
+from pqindex import _native, cli
+from pqindex._indexes import index_class
 
 N = 3000
 ROW_GROUP = 1000
-
-HAS_INDEX_API = hasattr(pqindex, "add_indexes")
-needs_index_api = pytest.mark.skipif(
-    not HAS_INDEX_API, reason="this pqindex build has no add_indexes/list_indexes/verify"
-)
 
 
 def _table(n: int = N) -> pa.Table:
@@ -179,7 +177,7 @@ def test_inspect_text(arrow_file: Path, capsys: pytest.CaptureFixture[str]) -> N
         assert re.search(rf"^\s*{i}\s+{rg.num_rows}\s+{rg.total_byte_size}\s+\d+$", out, re.M)
     k_size = sum(md.row_group(i).column(0).total_compressed_size for i in range(3))
     assert re.search(rf"^k\s+INT64\s+-\s+{k_size}\s+\S+\s+yes\s+yes\s+no\s+-$", out, re.M)
-    assert re.search(r"^s\s+BYTE_ARRAY\s+String\s+\d+", out, re.M)
+    assert re.search(r"^s\s+BYTE_ARRAY\s+STRING\s+\d+", out, re.M)
     assert "embedded indexes: none" in out
 
 
@@ -221,7 +219,7 @@ def test_inspect_reports_embedded_locators(
         "pqindex.index.10",
     ]
     assert {k: doc["indexes"][0][k] for k in locators[1]} == locators[1]
-    assert "not a JSON object" in doc["indexes"][1]["error"]
+    assert "bad locator" in doc["indexes"][1]["error"]
     assert {k: doc["indexes"][2][k] for k in locators[0]} == locators[0]
     assert doc["index_bytes"] == 352
     assert doc["index_share"] == pytest.approx(352 / size)
@@ -230,6 +228,106 @@ def test_inspect_reports_embedded_locators(
     assert f"embedded indexes: 3, 352 bytes ({100 * 352 / size:.2f}% of the file)" in out
     assert re.search(r"^distinct\s+k\s+page\s+4\s+300\s+-$", out, re.M)
     assert re.search(r"^bloom\s+s\s+row_group\s+9\s+52\s+-$", out, re.M)
+
+
+def test_inspect_reports_what_read_metadata_reports(
+    arrow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Sizes, row groups, types and index locators are read_metadata's, unchanged."""
+    pqindex.add_indexes(arrow_file, [pqindex.DistinctIndex("k"), pqindex.BloomIndex("s")])
+    code, doc = run_json(capsys, "inspect", arrow_file)
+    assert code == 0
+    md = pqindex.read_metadata(arrow_file)
+    assert (doc["path"], doc["size_bytes"], doc["footer_length"]) == (
+        md.path,
+        md.size,
+        md.footer_length,
+    )
+    assert (doc["num_rows"], doc["num_row_groups"], doc["created_by"]) == (
+        md.num_rows,
+        md.num_row_groups,
+        md.created_by,
+    )
+    assert doc["row_groups"] == md.row_groups().to_pylist()
+    assert doc["indexes"] == md.indexes() and len(doc["indexes"]) == 2
+    assert doc["index_bytes"] == sum(loc["length"] for loc in md.indexes())
+    chunks = md.columns().to_pylist()
+    assert [(c["row_group"], c["column"]) for c in doc["column_chunks"]] == [
+        (c["row_group"], c["column"]) for c in chunks
+    ]
+    types = {c["column"]: (c["physical_type"], c["logical_type"]) for c in chunks}
+    assert {c["column"]: (c["physical_type"], c["logical_type"]) for c in doc["columns"]} == types
+
+
+class _Altered:
+    """A FileMetadata whose size, footer length and locators say something no file on disk
+    could: what inspect prints must come from here, not from reading the file itself."""
+
+    def __init__(self, md: pqindex.FileMetadata) -> None:
+        self._md = md
+        self.size = 10_000_000
+        self.footer_length = 4321
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._md, name)
+
+    def indexes(self) -> list[dict[str, Any]]:
+        return [
+            {"key": "pqindex.index.0", "kind": "hll", "columns": ["s"], "granularity": "row_group",
+             "offset": 4, "length": 100_000, "checksum": 1, "version": 1},
+            {"key": "pqindex.index.1", "error": "embedded index: bad locator: made up"},
+        ]  # fmt: skip
+
+
+def test_inspect_does_no_reading_of_its_own(
+    arrow_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = pqindex.read_metadata
+    monkeypatch.setattr(pqindex, "read_metadata", lambda *a, **kw: _Altered(real(*a, **kw)))
+    code, doc = run_json(capsys, "inspect", arrow_file)
+    assert code == 0
+    assert (doc["size_bytes"], doc["footer_length"], doc["index_bytes"]) == (10**7, 4321, 10**5)
+    assert doc["index_share"] == pytest.approx(0.01)
+    assert [loc["key"] for loc in doc["indexes"]] == ["pqindex.index.0", "pqindex.index.1"]
+    code, out, _ = run(capsys, "inspect", arrow_file)
+    assert code == 0
+    assert re.search(r"^size\s+10000000 bytes \(9\.5 MiB\)$", out, re.M)
+    assert re.search(r"^footer length\s+4321 bytes$", out, re.M)
+    assert "embedded indexes: 2, 100000 bytes (1.00% of the file)" in out
+    assert re.search(r"^hll\s+s\s+row_group\s+4\s+100000\s+-$", out, re.M)
+    assert re.search(r"^-\s+-\s+-\s+-\s+embedded index: bad locator: made up$", out, re.M)
+
+
+def test_inspect_names_types_as_users_know_them(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = data_dir / "types.parquet"
+    table = pa.table(
+        {
+            "price": pa.array([decimal.Decimal("1.50")], pa.decimal128(15, 2)),
+            "day": pa.array([dt.date(2020, 1, 1)]),
+            "at": pa.array([dt.datetime(2020, 1, 1)], pa.timestamp("us", tz="UTC")),
+            "small": pa.array([1], pa.int8()),
+            "name": ["x"],
+            "raw": [b"x"],
+        }
+    )
+    pq.write_table(table, path)
+    code, out, _ = run(capsys, "inspect", path)
+    assert code == 0
+    for column, physical, logical in [
+        ("price", "FIXED_LEN_BYTE_ARRAY", "DECIMAL(15,2)"),
+        ("day", "INT32", "DATE"),
+        ("at", "INT64", "TIMESTAMP(MICROS,true)"),
+        ("small", "INT32", "INT(8,true)"),
+        ("name", "BYTE_ARRAY", "STRING"),
+        ("raw", "BYTE_ARRAY", "-"),
+    ]:
+        line = rf"^{column}\s+{physical}\s+{re.escape(logical)}\s+\d+\s"
+        assert re.search(line, out, re.M), (column, out)
+    assert "Decimal(" not in out and "{" not in out
+    _, doc = run_json(capsys, "inspect", path)
+    assert doc["columns"][0]["logical_type"] == "DECIMAL(15,2)"
 
 
 # --- scan ----------------------------------------------------------------------------------
@@ -401,7 +499,7 @@ def test_bad_scan_arguments(
     [
         (["scan", "x.parquet", "--limit", "-1"], "must be 0 or more"),
         (["index", "add", "x.parquet", "--bloom", "k:bogus"], "granularity must be one of"),
-        (["index", "add", "x.parquet", "--bloom", "k:page:2"], "false positive rate"),
+        (["index", "add", "x.parquet", "--bloom", "k:page:2"], "fpp must be between 0 and 1"),
         (["index", "add", "x.parquet", "--distinct", "k:page:0.1"], "expected COL[:GRAN]"),
         (["index", "drop", "x.parquet", "--kind", "nope"], "invalid choice"),
         (["index"], "required"),
@@ -443,23 +541,113 @@ def test_module_entry_point(arrow_file: Path, data_dir: Path) -> None:
 # --- helpers -------------------------------------------------------------------------------
 
 
-def test_index_specs() -> None:
-    assert cli.parse_distinct("k") == cli.IndexSpec("distinct", "k", "page")
-    assert cli.parse_distinct("a.b:file") == cli.IndexSpec("distinct", "a.b", "file")
-    assert cli.parse_bloom("s") == cli.IndexSpec("bloom", "s", "row_group", 0.01)
-    assert cli.parse_bloom("s:page:0.001") == cli.IndexSpec("bloom", "s", "page", 0.001)
-    assert cli.parse_bloom("s::0.05") == cli.IndexSpec("bloom", "s", "row_group", 0.05)
-    assert cli.parse_hll("k") == cli.IndexSpec("hll", "k")
-    assert cli.parse_minmax("k") == cli.IndexSpec("page_minmax", "k", "page")
-    assert cli.parse_aggregates("k") == cli.IndexSpec("aggregates", "k", "page")
-    assert cli.parse_aggregates("k:file") == cli.IndexSpec("aggregates", "k", "file")
-    for parse, text in [
-        (cli.parse_hll, "k:page"),
-        (cli.parse_distinct, ":page"),
-        (cli.parse_bloom, "s:page:x"),
+def _flag_parser(flag: str) -> argparse.Action:
+    """The ``index add`` option ``flag`` of a freshly built parser."""
+    add = _subparser(cli.build_parser(), "index", "add")
+    return next(a for a in add._actions if flag in a.option_strings)
+
+
+def _subparser(parser: argparse.ArgumentParser, *names: str) -> argparse.ArgumentParser:
+    for name in names:
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = action.choices[name]
+    return parser
+
+
+def _expected_metavar(kind: dict[str, Any]) -> str:
+    parts = ["GRAN"] if len(kind["granularities"]) > 1 else []
+    parts += [p["name"].upper() for p in kind["params"]]
+    return "COL" + "".join(f"[:{p}" for p in parts) + "]" * len(parts)
+
+
+def test_index_add_flags_come_from_the_registry() -> None:
+    """Every registered kind has its option, whatever the kind is called: the metavar shows
+    a granularity only where there is a choice and one part per parameter, and parsing
+    builds that kind's class with the registry's defaults."""
+    kinds = _native.index_kinds()
+    assert kinds
+    for kind in kinds:
+        option = f"--{kind['cli_flag']}"
+        action = _flag_parser(option)
+        assert action.metavar == _expected_metavar(kind)
+        assert kind["doc"].split(" ")[0] in (action.help or "")
+        index = action.type("c")
+        assert isinstance(index, index_class(kind["name"]))
+        assert index.identities() == [(kind["name"], "c", kind["granularities"][0])]
+        for param in kind["params"]:
+            assert getattr(index, param["name"]) == param["default"]
+        if len(kind["granularities"]) > 1:
+            for gran in kind["granularities"]:
+                (identity,) = action.type(f"c:{gran}").identities()
+                assert identity == (kind["name"], "c", gran)
+        optional = len(kind["params"]) + (len(kind["granularities"]) > 1)
+        too_many = "c" + ":x" * (optional + 1)
+        with pytest.raises(argparse.ArgumentTypeError, match="expected COL"):
+            action.type(too_many)
+        with pytest.raises(argparse.ArgumentTypeError, match="expected COL"):
+            action.type("")
+
+
+def test_a_new_registry_kind_gets_its_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kind the registry lists gets an ``index add`` option and a ``drop --kind`` choice
+    with no change to the command's code."""
+    new_kind = {
+        "name": "zz_kind",
+        "class_name": "ZzIndex",
+        "cli_flag": "zz",
+        "doc": "A made-up kind. Second sentence.",
+        "multi_column": False,
+        "granularities": ["file", "page"],
+        "params": [
+            {"name": "width", "doc": "bits", "type": "int", "default": 8, "min": 1, "max": 64},
+            {"name": "mode", "doc": "how", "type": "choice", "default": "a", "choices": ["a"]},
+        ],
+    }
+    real = _native.index_kinds()
+    monkeypatch.setattr(_native, "index_kinds", lambda: [*real, new_kind])
+    action = _flag_parser("--zz")
+    assert action.metavar == "COL[:GRAN[:WIDTH[:MODE]]]"
+    assert action.help == (
+        "A made-up kind. GRAN: file, page (default file). WIDTH: bits (default 8). "
+        "MODE: how (default a)."
+    )
+    with pytest.raises(argparse.ArgumentTypeError, match="WIDTH must be an integer"):
+        action.type("c:page:wide")
+    drop = _subparser(cli.build_parser(), "index", "drop")
+    kind = next(a for a in drop._actions if "--kind" in a.option_strings)
+    assert list(kind.choices or []) == [k["name"] for k in real] + ["zz_kind"]
+
+
+def test_index_add_values() -> None:
+    """What today's flags mean, spelled as the classes the registry made."""
+    assert _flag_parser("--distinct").type("k") == pqindex.DistinctIndex("k", "page")
+    cases = [
+        ("--distinct", "a.b:file", pqindex.DistinctIndex("a.b", "file")),
+        ("--bloom", "s", pqindex.BloomIndex("s", "row_group", 0.01)),
+        ("--bloom", "s:page:0.001", pqindex.BloomIndex("s", "page", 0.001)),
+        ("--bloom", "s::0.05", pqindex.BloomIndex("s", "row_group", 0.05)),
+        ("--hll", "k", pqindex.HllIndex("k")),
+        ("--minmax", "k", pqindex.MinMaxIndex("k")),
+        ("--aggregates", "k", pqindex.AggregateIndex(["k"], "page")),
+        ("--aggregates", "k:file", pqindex.AggregateIndex(["k"], "file")),
+    ]
+    for flag, text, expected in cases:
+        assert _flag_parser(flag).type(text) == expected, (flag, text)
+    for flag, text, message in [
+        ("--hll", "k:page", "expected COL, got"),
+        ("--distinct", ":page", "expected COL[:GRAN]"),
+        ("--bloom", "s:page:x", "FPP must be a number"),
+        ("--bloom", "s:page:0", "fpp must be between 0 and 1"),
+        ("--distinct", "k:bogus", "granularity must be one of"),
     ]:
-        with pytest.raises(Exception, match=r"expected|false positive"):
-            parse(text)
+        with pytest.raises(argparse.ArgumentTypeError, match=re.escape(message)):
+            _flag_parser(flag).type(text)
+
+
+def test_index_drop_kinds_come_from_the_registry() -> None:
+    drop = _subparser(cli.build_parser(), "index", "drop")
+    kind = next(a for a in drop._actions if "--kind" in a.option_strings)
+    assert list(kind.choices or []) == [k["name"] for k in _native.index_kinds()]
 
 
 def test_aggregate_from_indexes_equals_pyarrow(
@@ -510,7 +698,12 @@ def test_catalog_build_show_refresh(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code != 0 and "no catalog" in err
 
 
-def test_expand_paths(data_dir: Path) -> None:
+def test_paths_are_listed_as_scans_list_them(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file commands list through the native listing (Spark's rules: names starting
+    with _ or . are not data at any depth; every other file is), so they see what a scan
+    sees; a non-Parquet file is that file's error."""
     for rel in [
         "a.parquet",
         "sub/b.parquet",
@@ -522,21 +715,35 @@ def test_expand_paths(data_dir: Path) -> None:
         "notes.txt",
     ]:
         (data_dir / rel).parent.mkdir(parents=True, exist_ok=True)
-        (data_dir / rel).write_text("")
-    explicit = data_dir / "notes.txt"
-    found = cli.expand_paths([str(data_dir), str(explicit)])
-    assert [os.path.relpath(p, data_dir) for p in found] == [
+        pq.write_table(_table(10), data_dir / rel)
+    (data_dir / "notes.txt").write_text("not parquet\n")
+    explicit = data_dir / "sub" / "_z.parquet"
+    listed = cli.arguments.data_files([str(data_dir), str(explicit)], None)
+    assert listed == _native.list_files([str(data_dir), str(explicit)])
+    assert [os.path.relpath(p, data_dir) for p in listed] == [
         "a.parquet",
+        "notes.txt",
         os.path.join("sub", "b.parquet"),
         os.path.join("sub", "deeper", "c.parquet"),
-        "notes.txt",
+        os.path.join("sub", "_z.parquet"),
     ]
-    with pytest.raises(FileNotFoundError):
-        cli.expand_paths([str(data_dir / "missing")])
+    code, doc = run_json(capsys, "index", "list", data_dir, explicit)
+    assert code == 1 and doc["failed"] == 1
+    assert [f["path"] for f in doc["files"]] == listed
+    (bad,) = [f for f in doc["files"] if f["error"]]
+    assert bad["path"].endswith("notes.txt") and "not a Parquet file" in bad["error"]
+
+    code, out, err = run(capsys, "index", "list", data_dir / "missing")
+    assert_one_line_error(code, out, err, "missing", "no such file")
     (data_dir / "empty" / "_tmp").mkdir(parents=True)
     (data_dir / "empty" / "_tmp" / "x.parquet").write_text("")
-    with pytest.raises(cli.CliError, match="no Parquet files"):
-        cli.expand_paths([str(data_dir / "empty")])
+    code, out, err = run(capsys, "index", "verify", data_dir / "empty")
+    assert_one_line_error(code, out, err, "no data files")
+    (data_dir / "delta" / "_delta_log").mkdir(parents=True)
+    pq.write_table(_table(10), data_dir / "delta" / "part-0.parquet")
+    code, out, err = run(capsys, "index", "add", data_dir / "delta", "--hll", "k")
+    assert_one_line_error(code, out, err, "Delta Lake table")
+    assert pqindex.list_indexes(data_dir / "delta" / "part-0.parquet") == []
 
 
 class _Terminal(io.StringIO):
@@ -546,7 +753,7 @@ class _Terminal(io.StringIO):
 
 def test_progress_bar_on_a_terminal() -> None:
     stream = _Terminal()
-    with cli.ProgressBar(4, stream, width=8) as bar:
+    with cli.output.ProgressBar(4, stream, width=8) as bar:
         for done in range(1, 5):
             bar.update(done)
     assert stream.getvalue() == (
@@ -557,7 +764,7 @@ def test_progress_bar_on_a_terminal() -> None:
 
 def test_progress_bar_silent_off_terminal_or_for_one_file() -> None:
     for stream, total in [(io.StringIO(), 4), (_Terminal(), 1)]:
-        with cli.ProgressBar(total, stream) as bar:
+        with cli.output.ProgressBar(total, stream) as bar:
             bar.update(total)
         assert stream.getvalue() == ""
 
@@ -576,12 +783,15 @@ def stand_in_api(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
         if Path(path).name.startswith("bad"):
             raise pqindex.InvalidFileError(f"{path}: not a Parquet file:\nsecond line")
 
-    def add_indexes(path: str, indexes: list[Any]) -> dict[str, Any]:
+    def add_indexes(
+        path: str, indexes: list[Any], *, storage_options: Any = None
+    ) -> dict[str, Any]:
         check(path)
         calls["add"].append((path, indexes))
         stored[path] = [
             {"kind": kind, "columns": [col], "granularity": gran, "offset": 4, "length": 40}
-            for kind, col, gran in indexes
+            for index in indexes
+            for kind, col, gran in index.identities()
         ]
         return {
             "path": path,
@@ -589,7 +799,7 @@ def stand_in_api(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
             "bytes_before": 100,
             "bytes_after": 180,
             "seconds": 0.25,
-            "dropped_damaged": ["hll(k) file"],
+            "dropped_damaged": ["hll(k) row_group"],
         }
 
     def drop_indexes(path: str, **filters: Any) -> dict[str, Any]:
@@ -605,11 +815,11 @@ def stand_in_api(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
             "dropped_damaged": [],
         }
 
-    def list_indexes(path: str) -> list[dict[str, Any]]:
+    def list_indexes(path: str, *, storage_options: Any = None) -> list[dict[str, Any]]:
         check(path)
         return list(stored.get(path, []))
 
-    def verify(path: str) -> list[dict[str, Any]]:
+    def verify(path: str, *, storage_options: Any = None) -> list[dict[str, Any]]:
         check(path)
         return [
             {
@@ -626,10 +836,7 @@ def stand_in_api(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
         ("list_indexes", list_indexes),
         ("verify", verify),
     ]:
-        monkeypatch.setattr(pqindex, name, func, raising=False)
-    monkeypatch.setattr(pqindex, "DistinctIndex", lambda c, g: ("distinct", c, g), raising=False)
-    monkeypatch.setattr(pqindex, "BloomIndex", lambda c, g, f: ("bloom", c, g), raising=False)
-    monkeypatch.setattr(pqindex, "HllIndex", lambda c: ("hll", c, "file"), raising=False)
+        monkeypatch.setattr(pqindex, name, func)
     return calls
 
 
@@ -652,7 +859,10 @@ def test_add_continues_after_a_failed_file(
     )
     assert code == 1
     assert [p for p, _ in stand_in_api["add"]] == [str(three_files[0]), str(three_files[2])]
-    assert stand_in_api["add"][0][1] == [("distinct", "k", "page"), ("bloom", "s", "page")]
+    assert stand_in_api["add"][0][1] == [
+        pqindex.DistinctIndex("k", "page"),
+        pqindex.BloomIndex("s", "page", 0.05),
+    ]
     assert doc["failed"] == 1
     good, bad, _ = doc["files"]
     assert bad["error"] == f"{three_files[1]}: not a Parquet file: second line"
@@ -661,8 +871,8 @@ def test_add_continues_after_a_failed_file(
 
     code, out, err = run(capsys, "index", "add", three_files[0], "--hll", "k")
     assert code == 0 and err == ""
-    assert re.search(r"a\.parquet\s+hll\(k\) file\s+1\s+100\s+180\s+0\.25\s+-$", out, re.M)
-    assert "note: " in out and "dropped a damaged index: hll(k) file" in out
+    assert re.search(r"a\.parquet\s+hll\(k\) row_group\s+1\s+100\s+180\s+0\.25\s+-$", out, re.M)
+    assert "note: " in out and "dropped a damaged index: hll(k) row_group" in out
 
 
 def test_drop_reports_what_went(
@@ -674,7 +884,10 @@ def test_drop_reports_what_went(
     )
     assert code == 0
     assert stand_in_api["drop"] == [
-        (str(three_files[0]), {"kind": "bloom", "columns": ["s"], "granularity": None})
+        (
+            str(three_files[0]),
+            {"kind": "bloom", "columns": ["s"], "granularity": None, "storage_options": None},
+        )
     ]
     (result,) = doc["files"]
     assert [d["kind"] for d in result["dropped"]] == ["bloom"]
@@ -727,7 +940,6 @@ def _flip_byte(path: Path, offset: int) -> None:
         f.write(bytes([byte[0] ^ 0xFF]))
 
 
-@needs_index_api
 def test_index_lifecycle(arrow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     baseline = _scan_results(capsys, arrow_file)
     assert [len(rows) for rows in baseline] == [1, 27, 18, 0]
@@ -779,7 +991,6 @@ def test_index_lifecycle(arrow_file: Path, capsys: pytest.CaptureFixture[str]) -
     assert _scan_results(capsys, arrow_file) == baseline
 
 
-@needs_index_api
 def test_index_drop_with_filters(arrow_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, _ = run(
         capsys,
@@ -806,7 +1017,6 @@ def test_index_drop_with_filters(arrow_file: Path, capsys: pytest.CaptureFixture
     ]
 
 
-@needs_index_api
 def test_index_add_directory_with_a_bad_file(
     data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -825,3 +1035,99 @@ def test_index_add_directory_with_a_bad_file(
     code, listed = run_json(capsys, "index", "list", data_dir / "a.parquet", data_dir / "c.parquet")
     assert code == 0
     assert [len(f["indexes"]) for f in listed["files"]] == [2, 2]
+
+
+# --- storage options and object stores -----------------------------------------------------
+
+EVERY_COMMAND = [
+    ["inspect", "x.parquet"],
+    ["index", "add", "x.parquet", "--hll", "k"],
+    ["index", "drop", "x.parquet"],
+    ["index", "list", "x.parquet"],
+    ["index", "verify", "x.parquet"],
+    ["scan", "x.parquet"],
+    ["aggregate", "x.parquet", "--select", "count(*)"],
+    ["catalog", "build", "ds"],
+    ["catalog", "refresh", "ds"],
+    ["catalog", "show", "ds"],
+]
+
+
+@pytest.mark.parametrize("argv", EVERY_COMMAND, ids=[" ".join(a[:2]) for a in EVERY_COMMAND])
+def test_storage_options_on_every_command(argv: list[str]) -> None:
+    parser = cli.build_parser()
+    args = parser.parse_args(argv)
+    assert cli.arguments.storage_options(args) is None
+    given = ["--storage-options", "region=eu-west-1", "--storage-options=endpoint=http://h:9/?a=b"]
+    args = parser.parse_args([*argv, *given, "--storage-options", "region=us-east-1"])
+    assert cli.arguments.storage_options(args) == {
+        "region": "us-east-1",
+        "endpoint": "http://h:9/?a=b",
+    }
+
+
+@pytest.mark.parametrize("text", ["endpoint", "=value", " =value"])
+def test_storage_option_needs_key_and_value(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "scan", "x.parquet", "--storage-options", text)
+    assert code == 2 and out == ""
+    assert "expected KEY=VALUE" in err and "Traceback" not in err
+    assert cli.arguments.storage_option("token=") == ("token", "")
+
+
+def test_storage_options_for_local_files_are_refused(
+    arrow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for argv in [["inspect", arrow_file], ["scan", arrow_file], ["index", "list", arrow_file]]:
+        code, out, err = run(capsys, *argv, "--storage-options", "region=x")
+        assert_one_line_error(code, out, err, "object-store URLs")
+
+
+S3_BUCKET = "cli"
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[Any]:
+    pytest.importorskip("moto.server")
+    from s3server import s3_server
+
+    with s3_server() as server:
+        server.client().create_bucket(Bucket=S3_BUCKET)
+        yield server
+
+
+def test_commands_over_an_object_store(
+    s3: Any, arrow_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """s3:// URLs work wherever paths do, configured by --storage-options."""
+    client = s3.client()
+    for name in ["a.parquet", "b.parquet"]:
+        client.upload_file(str(arrow_file), S3_BUCKET, f"t/{name}")
+    client.put_object(Bucket=S3_BUCKET, Key="t/_SUCCESS", Body=b"")
+    options = [f"--storage-options={k}={v}" for k, v in s3.options().items()]
+    prefix, url = f"s3://{S3_BUCKET}/t/", f"s3://{S3_BUCKET}/t/a.parquet"
+
+    code, doc = run_json(capsys, "inspect", url, *options)
+    assert code == 0
+    assert (doc["path"], doc["size_bytes"]) == (url, arrow_file.stat().st_size)
+    assert doc["footer_length"] == pq.ParquetFile(arrow_file).metadata.serialized_size
+
+    code, doc = run_json(capsys, "index", "add", prefix, "--distinct", "k", *options)
+    assert code == 0, doc
+    assert [f["path"] for f in doc["files"]] == [url, f"s3://{S3_BUCKET}/t/b.parquet"]
+    assert all(len(f["added"]) == 1 for f in doc["files"])
+    code, doc = run_json(capsys, "index", "verify", prefix, *options)
+    assert code == 0 and doc["ok"] and doc["damaged"] == 0
+    code, doc = run_json(capsys, "scan", prefix, "--where", "k = 7", *options)
+    assert code == 0 and doc["num_rows"] == 2
+    code, doc = run_json(capsys, "aggregate", url, "--select", "count(*) AS n", *options)
+    assert code == 0 and doc["row"]["n"] == N
+    code, doc = run_json(capsys, "index", "drop", url, *options)
+    assert code == 0 and [d["kind"] for d in doc["files"][0]["dropped"]] == ["distinct"]
+    code, doc = run_json(capsys, "index", "list", prefix, *options)
+    assert code == 0
+    assert [len(f["indexes"]) for f in doc["files"]] == [0, 1]
+    code, doc = run_json(capsys, "catalog", "build", prefix, "--columns", "k", *options)
+    assert code == 0 and doc["files"] == 2
+    code, out, _ = run(capsys, "catalog", "show", prefix, *options)
+    assert code == 0
+    assert re.search(rf"^catalog\s+s3://{S3_BUCKET}/t/_pqindex$", out, re.M)

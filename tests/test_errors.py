@@ -6,12 +6,14 @@ import datetime as dt
 import os
 import random
 import struct
+import time
 from pathlib import Path
 
 import pqindex
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from pqindex import _native
 
 N = 2000
 
@@ -315,15 +317,43 @@ def test_delta_table_directory(valid: Path, data_dir: Path) -> None:
     assert isinstance(info.value, ValueError)
 
 
-def test_file_changed_after_planning(data_dir: Path) -> None:
+def test_a_scan_reads_the_file_it_planned(data_dir: Path) -> None:
+    """A file replaced by rename after planning (as add_indexes and drop_indexes replace
+    files) does not abort the scan: it reads the version it planned."""
     path = data_dir / "x.parquet"
     pq.write_table(pa.table({"k": pa.array(range(1000), pa.int64())}), path)
-    scan = pqindex.scan(path, '"k" >= 0')
+    scan = pqindex.scan(path, '"k" >= 990')
+    tmp = data_dir / "x.tmp"
+    pq.write_table(pa.table({"k": pa.array(range(5000, 7000), pa.int64())}), tmp)
+    os.replace(tmp, path)
+    assert scan.to_arrow().column("k").to_pylist() == list(range(990, 1000))
+
+
+def test_a_file_written_over_in_place_after_planning_is_refused(data_dir: Path) -> None:
+    """A file truncated and written again under the same inode after planning has lost the
+    bytes the plan points at: the read fails with FileChangedError instead of decoding the
+    new bytes with the old footer."""
+    path = data_dir / "x.parquet"
+    pq.write_table(pa.table({"k": pa.array(range(1000), pa.int64())}), path)
+    scan = pqindex.scan(path, '"k" >= 990')
+    time.sleep(0.01)
+    pq.write_table(pa.table({"k": pa.array(range(5000, 7000), pa.int64())}), path)
+    with pytest.raises(pqindex.FileChangedError, match="changed"):
+        scan.to_arrow()
+
+
+def test_units_of_a_replaced_file_are_refused(data_dir: Path) -> None:
+    """Units read in another process (Spark executors) name the file they planned; a file
+    replaced since fails the read instead of mixing versions."""
+    path = data_dir / "x.parquet"
+    pq.write_table(pa.table({"k": pa.array(range(1000), pa.int64())}), path)
+    scan = pqindex.scan(path, '"k" >= 990')
+    units = scan.units()
     tmp = data_dir / "x.tmp"
     pq.write_table(pa.table({"k": pa.array(range(5000, 7000), pa.int64())}), tmp)
     os.replace(tmp, path)
     with pytest.raises(pqindex.FileChangedError, match="changed"):
-        scan.to_arrow()
+        _native.read_units(units, now_ns=scan.now_ns, where='"k" >= 990').to_arrow()
 
 
 def test_scan_consumed_twice(valid: Path) -> None:

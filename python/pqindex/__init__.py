@@ -1,5 +1,7 @@
 """pqindex: selective queries over Parquet that read only the pages that can match."""
 
+from typing import TYPE_CHECKING
+
 from pqindex._errors import (
     FileChangedError,
     IndexWarning,
@@ -14,16 +16,8 @@ from pqindex._errors import (
     StorageError,
     UnsupportedError,
 )
-from pqindex._indexes import (
-    AggregateIndex,
-    BloomIndex,
-    DistinctIndex,
-    HllIndex,
-    IndexDefinition,
-    MinMaxIndex,
-    add_indexes,
-    drop_indexes,
-)
+from pqindex._indexes import INDEX_CLASSES as _INDEX_CLASSES
+from pqindex._indexes import IndexDefinition, add_indexes, drop_indexes, list_indexes
 from pqindex._native import (
     Aggregation,
     Catalog,
@@ -33,30 +27,33 @@ from pqindex._native import (
     aggregate,
     approx_distinct,
     clear_metadata_cache,
-    list_indexes,
     metadata_cache_info,
     read_metadata,
-    scan,
     set_metadata_cache_capacity,
     verify,
 )
+from pqindex._scan import scan
 from pqindex._write import write
 
+if TYPE_CHECKING:
+    # The index classes (DistinctIndex, BloomIndex, ...) come from the Rust registry of
+    # index kinds at import; type checkers see them through this.
+    def __getattr__(name: str) -> type[IndexDefinition]: ...
+
+
+globals().update(_INDEX_CLASSES)
+
 __all__ = [
-    "AggregateIndex",
+    *_INDEX_CLASSES,
     "Aggregation",
-    "BloomIndex",
     "Catalog",
-    "DistinctIndex",
     "FileChangedError",
     "FileMetadata",
-    "HllIndex",
     "IndexDefinition",
     "IndexWarning",
     "InvalidArgumentError",
     "InvalidFileError",
     "InvalidIndexError",
-    "MinMaxIndex",
     "NotFoundError",
     "PqindexError",
     "PredicateError",

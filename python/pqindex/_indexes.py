@@ -1,125 +1,151 @@
 """Embedded index definitions and the functions that add them to files.
 
+The index classes (``DistinctIndex``, ``BloomIndex``, ...) are made here from the Rust
+registry of index kinds (``pqindex._native.index_kinds()``): their fields, defaults,
+documentation and checks all come from there, so a kind added in Rust appears in Python,
+the command line and Spark with no Python change.
+
 An index is identified in a file by (kind, columns, granularity): adding one with the same
 identity replaces it, and different granularities of one kind coexist.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pqindex import _native
-from pqindex._errors import InvalidArgumentError
+from pqindex._errors import InvalidArgumentError, SourceError
 
 if TYPE_CHECKING:
     from pqindex._native import StorageOptions
 
-Granularity = Literal["file", "row_group", "page"]
-_GRANULARITIES = ("file", "row_group", "page")
+GRANULARITIES = ("file", "row_group", "page")
 
 
-def _check_granularity(granularity: str) -> None:
-    if granularity not in _GRANULARITIES:
-        raise InvalidArgumentError(
-            f"granularity must be one of {', '.join(_GRANULARITIES)}; got {granularity!r}"
-        )
+class IndexDefinition:
+    """The definition of one embedded index (or one per column, for kinds that take
+    several). Instances are frozen dataclasses made from the registry; they compare,
+    hash and pickle by value, so Spark can ship them to executors."""
 
-
-@dataclass(frozen=True)
-class DistinctIndex:
-    """The distinct values of ``column`` per file, row group or page, with postings (value →
-    row groups or pages), so an equality or IN lookup on an unsorted column reads only the
-    pages that hold the value. A lookup fetches a small header and one hash bucket."""
-
+    #: The kind's stored name (``"distinct"``, ``"page_minmax"``, ...).
+    kind: ClassVar[str]
+    #: The registry's description of the kind.
+    kind_info: ClassVar[dict[str, Any]]
+    # Fields of the kinds' dataclasses: ``column`` for one column, ``columns`` for several.
     column: str
-    granularity: Granularity = "page"
+    columns: tuple[str, ...]
 
-    def __post_init__(self) -> None:
-        _check_granularity(self.granularity)
+    @property
+    def index_columns(self) -> tuple[str, ...]:
+        """The indexed columns (one index each)."""
+        if self.kind_info["multi_column"]:
+            return tuple(self.columns)
+        return (self.column,)
 
-    def _specs(self) -> list[tuple[str, str, str, float]]:
-        return [("distinct", self.column, self.granularity, 0.0)]
+    @property
+    def index_granularity(self) -> str:
+        """The granularity asked for (the kind's only one when it has no choice)."""
+        granularities: list[str] = self.kind_info["granularities"]
+        return str(getattr(self, "granularity", granularities[0]))
 
+    @property
+    def index_params(self) -> dict[str, Any]:
+        """The kind's parameters, by name."""
+        return {p["name"]: getattr(self, p["name"]) for p in self.kind_info["params"]}
 
-@dataclass(frozen=True)
-class BloomIndex:
-    """Split-block bloom filters over ``column`` per file, row group or page, each sized
-    for the values it holds and folded to the false-positive rate ``fpp``."""
-
-    column: str
-    granularity: Granularity = "row_group"
-    fpp: float = 0.01
-
-    def __post_init__(self) -> None:
-        _check_granularity(self.granularity)
-        if not 0.0 < self.fpp < 1.0:
-            raise InvalidArgumentError(f"fpp must be between 0 and 1; got {self.fpp!r}")
-
-    def _specs(self) -> list[tuple[str, str, str, float]]:
-        return [("bloom", self.column, self.granularity, self.fpp)]
-
-
-@dataclass(frozen=True)
-class HllIndex:
-    """A HyperLogLog sketch of ``column`` per column chunk (2^14 registers: 0.81 % standard
-    error), which ``approx_distinct`` merges across files."""
-
-    column: str
-
-    def _specs(self) -> list[tuple[str, str, str, float]]:
-        return [("hll", self.column, "row_group", 0.0)]
+    def identities(self) -> list[tuple[str, str, str]]:
+        """(kind, column, granularity as stored) of each index this definition makes:
+        what identifies an index in a file."""
+        return [(k, c, g) for k, c, g in _native.check_index(self)]
 
 
-@dataclass(frozen=True)
-class MinMaxIndex:
-    """The exact min, max and null count of each page of ``column``, for files written
-    without a page index: the planner prunes pages with it as with a ColumnIndex."""
+def _define(info: dict[str, Any]) -> type[IndexDefinition]:
+    """The dataclass of one kind: its column (or columns), granularity when it has a
+    choice, and parameters, in that order, checked by Rust on construction."""
+    fields: list[Any] = []
+    if info["multi_column"]:
+        fields.append(("columns", Any))
+    else:
+        fields.append(("column", str))
+    granularities = info["granularities"]
+    if len(granularities) > 1:
+        fields.append(("granularity", str, dataclasses.field(default=granularities[0])))
+    for p in info["params"]:
+        fields.append((p["name"], Any, dataclasses.field(default=p["default"])))
 
-    column: str
-
-    def _specs(self) -> list[tuple[str, str, str, float]]:
-        return [("page_minmax", self.column, "page", 0.0)]
-
-
-@dataclass(frozen=True)
-class AggregateIndex:
-    """Count, null count, NaN count, exact min and max and exact sum of each of ``columns``
-    per file, row group or page (one index per column), from which ``aggregate`` answers
-    for the units where the predicate holds on every row."""
-
-    columns: str | Sequence[str]
-    granularity: Granularity = "page"
-
-    def __post_init__(self) -> None:
-        _check_granularity(self.granularity)
-        if isinstance(self.columns, str):
-            object.__setattr__(self, "columns", (self.columns,))
-        else:
-            object.__setattr__(self, "columns", tuple(self.columns))
-        if not self.columns:
-            raise InvalidArgumentError("AggregateIndex needs at least one column")
-
-    def _specs(self) -> list[tuple[str, str, str, float]]:
-        return [("aggregates", c, self.granularity, 0.0) for c in self.columns]
-
-
-IndexDefinition = DistinctIndex | BloomIndex | HllIndex | MinMaxIndex | AggregateIndex
-_KINDS = (DistinctIndex, BloomIndex, HllIndex, MinMaxIndex, AggregateIndex)
-
-
-def _specs(indexes: Sequence[IndexDefinition]) -> list[tuple[str, str, str, float]]:
-    specs = []
-    for index in indexes:
-        if not isinstance(index, _KINDS):
+    def __post_init__(self: Any) -> None:
+        if info["multi_column"]:
+            columns = self.columns
+            columns = (columns,) if isinstance(columns, str) else tuple(columns)
+            if not columns:
+                raise InvalidArgumentError(f"{info['class_name']} needs at least one column")
+            object.__setattr__(self, "columns", columns)
+        if len(granularities) > 1 and self.granularity not in GRANULARITIES:
             raise InvalidArgumentError(
-                f"not an index definition: {index!r} (use pqindex.DistinctIndex, "
-                "BloomIndex, HllIndex, MinMaxIndex or AggregateIndex)"
+                f"granularity must be one of {', '.join(GRANULARITIES)}; got {self.granularity!r}"
             )
-        specs.extend(index._specs())
-    return specs
+        _native.check_index(self)
+
+    cls = dataclasses.make_dataclass(
+        info["class_name"],
+        fields,
+        bases=(IndexDefinition,),
+        frozen=True,
+        namespace={
+            "__post_init__": __post_init__,
+            "__doc__": info["doc"] + _signature_doc(info),
+            "kind": info["name"],
+            "kind_info": info,
+        },
+    )
+    cls.__module__ = __name__
+    return cls
+
+
+def _signature_doc(info: dict[str, Any]) -> str:
+    lines = []
+    if len(info["granularities"]) > 1:
+        lines.append(
+            f"granularity: one of {', '.join(repr(g) for g in info['granularities'])} "
+            f"(default {info['granularities'][0]!r})"
+        )
+    for p in info["params"]:
+        lines.append(f"{p['name']}: {p['doc']} (default {p['default']!r})")
+    return ("\n\n" + "\n".join(lines)) if lines else ""
+
+
+#: Every index class, by class name, in the registry's order.
+INDEX_CLASSES: dict[str, type[IndexDefinition]] = {}
+for _info in _native.index_kinds():
+    _cls = _define(_info)
+    INDEX_CLASSES[_cls.__name__] = _cls
+    # Pickle finds the classes here by name.
+    globals()[_cls.__name__] = _cls
+
+
+def index_class(kind: str) -> type[IndexDefinition]:
+    """The class of the index kind stored as ``kind`` (``"distinct"``)."""
+    for cls in INDEX_CLASSES.values():
+        if cls.kind == kind:
+            return cls
+    raise InvalidArgumentError(f"unknown index kind {kind!r}")
+
+
+def check_definitions(indexes: Sequence[IndexDefinition]) -> list[IndexDefinition]:
+    """``indexes`` as a list, refusing anything that is not an index definition."""
+    out = list(indexes)
+    for index in out:
+        if not isinstance(index, IndexDefinition):
+            raise InvalidArgumentError(
+                f"not an index definition: {index!r} (use pqindex."
+                + ", pqindex.".join(INDEX_CLASSES)
+                + ")"
+            )
+    return out
 
 
 def add_indexes(
@@ -139,11 +165,54 @@ def add_indexes(
     file, indexed there and uploaded as a new object that replaces it in one put. If the
     object was replaced meanwhile, the upload is refused (``FileChangedError``).
     """
-    specs = _specs(indexes)
+    definitions = check_definitions(indexes)
     start = time.perf_counter()
-    report: dict[str, Any] = _native.add_indexes(path, specs, storage_options=storage_options)
+    table = _table(path)
+    report: dict[str, Any]
+    if table == "iceberg":
+        from pqindex import _iceberg
+
+        report = _iceberg.change_indexes(path, definitions)
+    elif table == "delta":
+        report = _native.change_table_indexes(os.fspath(path), definitions)
+        report.pop("blobs_json", None)
+    else:
+        report = _native.add_indexes(path, definitions, storage_options=storage_options)
     report["seconds"] = time.perf_counter() - start
     return report
+
+
+def _table(source: Any) -> str | None:
+    """``"iceberg"`` for a pyiceberg Table, ``"delta"`` for a local Delta table's directory,
+    else None (a Parquet file)."""
+    from pqindex import _iceberg
+
+    if _iceberg.is_table(source):
+        return "iceberg"
+    if isinstance(source, (str, os.PathLike)):
+        found = _native.table_format(os.fspath(source))
+        if found == "iceberg":
+            raise SourceError(
+                f"{os.fspath(source)} is an Iceberg table: pass the pyiceberg Table to index it"
+            )
+        return found
+    return None
+
+
+def list_indexes(
+    path: Any, *, storage_options: StorageOptions | None = None
+) -> list[dict[str, Any]]:
+    """The indexes of the Parquet file at ``path`` (its footer's locators), or of a table's
+    files (a Delta table's directory, or a pyiceberg Table): one dict per index, naming
+    the data file and its size for a table."""
+    table = _table(path)
+    if table == "iceberg":
+        from pqindex import _iceberg
+
+        return _iceberg.list_indexes(path)
+    if table == "delta":
+        return _native.table_indexes(os.fspath(path))
+    return _native.list_indexes(path, storage_options=storage_options)
 
 
 def drop_indexes(
@@ -152,11 +221,37 @@ def drop_indexes(
     kind: str | None = None,
     columns: Sequence[str] | None = None,
     granularity: str | None = None,
+    stale: bool = False,
     storage_options: StorageOptions | None = None,
 ) -> dict[str, Any]:
-    """Remove the embedded indexes matching every given filter (all when none is given)."""
+    """Remove the indexes matching every given filter (all when none is given).
+
+    For a table (a Delta table's directory or a pyiceberg Table) the indexes of its live
+    files are rewritten into a new index file without the selected ones, and the entries
+    of files the table no longer holds are cleaned up with them; ``stale=True`` does only
+    the clean-up."""
     start = time.perf_counter()
-    report: dict[str, Any] = _native.drop_indexes(
+    report: dict[str, Any]
+    table = _table(path)
+    if stale and table is None:
+        raise InvalidArgumentError("stale=True cleans up a table's indexes: pass a table")
+    if table is not None:
+        filters: dict[str, Any] = {
+            "drop": not stale,
+            "kind": kind,
+            "columns": None if columns is None else list(columns),
+            "granularity": granularity,
+        }
+        if table == "iceberg":
+            from pqindex import _iceberg
+
+            report = _iceberg.change_indexes(path, [], filters)
+        else:
+            report = _native.change_table_indexes(os.fspath(path), [], **filters)
+            report.pop("blobs_json", None)
+        report["seconds"] = time.perf_counter() - start
+        return report
+    report = _native.drop_indexes(
         path,
         kind=kind,
         columns=None if columns is None else list(columns),

@@ -121,12 +121,17 @@ class FileMetadata:
     """The parsed footer of one Parquet file."""
 
     path: str
+    size: int
+    footer_length: int
     num_rows: int
     num_row_groups: int
     created_by: str | None
     has_page_index: bool
     def __arrow_c_schema__(self) -> object: ...
     def key_value_metadata(self) -> dict[str, str]: ...
+    def indexes(self) -> list[dict[str, Any]]:
+        """The footer's ``pqindex.index.<n>`` locators in key order, parsed or with the
+        ``error`` that kept each from parsing."""
     def row_groups(self) -> Any: ...
     def columns(self) -> Any: ...
     def pages(self) -> Any: ...
@@ -140,7 +145,26 @@ def scan(
     *,
     catalog: bool = True,
     storage_options: StorageOptions | None = None,
+    version: int | None = None,
+    timestamp_ms: int | None = None,
 ) -> Scan: ...
+def scan_table(
+    files: _ArrowStream | _ArrowArray | None,
+    schema: object,
+    *,
+    root: str,
+    version: int,
+    index_files: Sequence[str] = (),
+    where: str | None = None,
+    columns: Sequence[str] | None = None,
+    batch_size: int = 65536,
+    threads: int | None = None,
+    storage_options: StorageOptions | None = None,
+) -> Scan:
+    """Plan a scan of a table snapshot planned elsewhere (an Iceberg table's): ``files`` one
+    row per data file (path, size, records, deleted positions, ``min:``/``max:``/``nulls:``
+    bounds per leaf), ``schema`` the table's columns with their field ids."""
+
 def is_object_url(path: str) -> bool: ...
 def list_files(source: Source, *, storage_options: StorageOptions | None = None) -> list[str]: ...
 def read_units(
@@ -175,10 +199,59 @@ def delete_objects(
 ) -> None: ...
 def add_indexes(
     path: StrPath,
-    specs: Sequence[tuple[str, str, str, float]],
+    definitions: Sequence[Any],
     *,
     storage_options: StorageOptions | None = None,
-) -> dict[str, Any]: ...
+) -> dict[str, Any]:
+    """Build and embed the indexes ``definitions`` (``pqindex.IndexDefinition`` objects)
+    define."""
+
+def index_kinds() -> list[dict[str, Any]]:
+    """Every kind of embedded index as the registry describes it: name, class_name,
+    cli_flag, doc, multi_column, granularities (the first is the default) and params."""
+
+def table_format(path: str) -> str | None:
+    """``"delta"`` or ``"iceberg"`` when the local directory ``path`` is a table's."""
+
+def change_table_indexes(
+    path: str,
+    definitions: Sequence[Any],
+    *,
+    drop: bool = False,
+    kind: str | None = None,
+    columns: Sequence[str] | None = None,
+    granularity: str | None = None,
+) -> dict[str, Any]:
+    """Build ``definitions`` for every live file of the Delta table at ``path`` and, with
+    ``drop``, leave out the kept indexes matching every filter given: a new Puffin file in
+    its ``_pqindex/indexes/`` directory replaces the old ones."""
+
+def change_snapshot_indexes(
+    files: _ArrowStream | _ArrowArray,
+    schema: object,
+    definitions: Sequence[Any],
+    *,
+    root: str,
+    version: int,
+    index_files: Sequence[str],
+    dir: str,
+    fields: Mapping[str, Sequence[int]],
+    drop: bool = False,
+    kind: str | None = None,
+    columns: Sequence[str] | None = None,
+    granularity: str | None = None,
+) -> dict[str, Any]:
+    """``change_table_indexes`` for the files of a snapshot planned elsewhere (an Iceberg
+    table's): the new Puffin file goes to ``dir``."""
+
+def table_indexes(root: str, index_files: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The indexes the Puffin files of a table keep (a Delta table's own when
+    ``index_files`` is None)."""
+
+def check_index(definition: Any) -> list[tuple[str, str, str]]:
+    """Check one index definition; (kind, column, stored granularity) of each index it
+    makes."""
+
 def drop_indexes(
     path: StrPath,
     *,
@@ -190,8 +263,12 @@ def drop_indexes(
 def list_indexes(
     path: StrPath, *, storage_options: StorageOptions | None = None
 ) -> list[dict[str, Any]]: ...
-def verify(path: StrPath) -> list[dict[str, Any]]: ...
-def approx_distinct(source: Source, column: str) -> dict[str, Any]: ...
+def verify(
+    path: StrPath, *, storage_options: StorageOptions | None = None
+) -> list[dict[str, Any]]: ...
+def approx_distinct(
+    source: Source, column: str, *, storage_options: StorageOptions | None = None
+) -> dict[str, Any]: ...
 def metadata_cache_info() -> dict[str, int]: ...
 def set_metadata_cache_capacity(capacity_bytes: int) -> None: ...
 def clear_metadata_cache() -> None: ...

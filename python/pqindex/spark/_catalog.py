@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pqindex
+from pqindex.spark._guard import guarded
 from pqindex.spark._indexes import dataset_files
+from pqindex.spark._session import default_parallelism
 
 
 @dataclass
@@ -49,7 +51,9 @@ def build_catalog(
     parallelism: int | None = None,
 ) -> pqindex.Catalog:
     """Build the catalog of the dataset directory ``source`` with the files summarised in
-    parallel by Spark: the same catalog ``pqindex.Catalog.build`` writes."""
+    parallel by Spark: the same catalog ``pqindex.Catalog.build`` writes. The directory is
+    local (or mounted) on the driver and the executors: the core's summaries of a file
+    (``catalog_rows``) do not take ``storage_options`` yet."""
     import pyarrow as pa
 
     root = os.path.abspath(os.fspath(source))
@@ -61,9 +65,9 @@ def build_catalog(
     names = list(dict.fromkeys([*columns, *blooms]))
     specs = [(name, name in blooms, fpp) for name in names]
     files = dataset_files(root)
-    slices = max(1, min(len(files), parallelism or spark.sparkContext.defaultParallelism))
+    slices = max(1, min(len(files), parallelism or default_parallelism(spark)))
     paths = spark.createDataFrame([(f,) for f in files], "path string").repartition(slices)
-    parts = paths.mapInArrow(_SummariseTask(root, specs), "rows binary").collect()
+    parts = paths.mapInArrow(guarded(_SummariseTask(root, specs)), "rows binary").collect()
     tables = [pa.ipc.open_stream(row["rows"]).read_all() for row in parts]
     rows = pa.concat_tables(tables) if tables else None
     if rows is None:

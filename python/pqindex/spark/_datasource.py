@@ -1,48 +1,32 @@
 """``spark.read.format("pqindex")``: the same planner and reader behind Spark's Python Data
-Source API (PySpark 4.1 or later, for filter pushdown).
+Source API (PySpark 4.1 or later), on classic and Spark Connect sessions alike.
 
-Spark hands the data source its pushed filters (``pushFilters``); they are translated into
-a pqindex predicate (only ever wider), the plan's units become the input partitions, and
-each partition is read with the Rust reader. Every filter is also returned to Spark, which
-evaluates it again on the rows, so results are Spark's whatever the translation expressed.
+Spark hands the reader its pushed filters (``pushFilters``); ``_predicate`` translates them
+(only ever wider), the plan's units become the input partitions, and each partition is read
+with the Rust reader. Every filter is also returned to Spark, which evaluates it again on the
+rows, so results are Spark's whatever the translation expressed.
+
+Spark unpickles these classes in its Python workers (on the driver to plan, in executors to
+read), so this module is pickled by value (``_guard.register``) and imports pqindex only
+inside methods, after ``require_pqindex`` has checked that the worker can.
 
     pqindex.spark.register(spark, filter_pushdown=True)
     spark.read.format("pqindex").load("lineitem/").where("l_orderkey = 42")
+
+Options: ``path`` (a file, a directory or several paths separated by commas),
+``batch_size``, ``partitions``, and storage settings: ``storage.<key>`` for any
+``storage_options`` key, or Hadoop's ``fs.s3a.*`` keys.
 """
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceReader,
-    EqualNullSafe,
-    EqualTo,
-    Filter,
-    GreaterThan,
-    GreaterThanOrEqual,
-    In,
-    InputPartition,
-    IsNotNull,
-    IsNull,
-    LessThan,
-    LessThanOrEqual,
-    Not,
-)
+from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import StructType
 
-from pqindex.spark._filters import scalar_literal
-
-_COMPARISONS = {
-    EqualTo: "=",
-    GreaterThan: ">",
-    GreaterThanOrEqual: ">=",
-    LessThan: "<",
-    LessThanOrEqual: "<=",
-}
+from pqindex.spark._guard import require_pqindex
 
 
 def register(spark: Any, *, filter_pushdown: bool = False) -> None:
@@ -54,6 +38,12 @@ def register(spark: Any, *, filter_pushdown: bool = False) -> None:
     for a later query on the same DataFrame that pushes no filters, which then misses rows:
     with pushdown on, load a fresh DataFrame for each query (later Spark versions scope the
     planned read to its scan)."""
+    import pqindex
+    from pqindex.spark import _guard
+
+    # Carried to the workers with the class, for the message when they lack pqindex.
+    PqindexDataSource.driver_version = pqindex.__version__
+    _guard.register()
     if filter_pushdown:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
         spark.dataSource.register(_PushdownDataSource)
@@ -86,8 +76,9 @@ def spark_arrow_type(t: Any) -> Any:
 
 
 class PqindexDataSource(DataSource):
-    """Options: ``path`` (a file, a directory or several paths separated by commas),
-    ``batch_size`` and ``partitions``."""
+    """See the module documentation for the options."""
+
+    driver_version: str | None = None
 
     @classmethod
     def name(cls) -> str:
@@ -96,21 +87,35 @@ class PqindexDataSource(DataSource):
     def _paths(self) -> list[str]:
         path = self.options.get("path") or self.options.get("paths")
         if not path:
-            raise ValueError("spark.read.format('pqindex').load(path) needs a path")
+            require_pqindex(self.driver_version)
+            import pqindex
+
+            raise pqindex.InvalidArgumentError(
+                "spark.read.format('pqindex').load(path) needs a path"
+            )
         return [p for p in str(path).split(",") if p]
 
+    def _storage_options(self) -> dict[str, str] | None:
+        require_pqindex(self.driver_version)
+        from pqindex.spark._storage import from_options
+
+        return from_options(dict(self.options))
+
     def schema(self) -> StructType:
+        require_pqindex(self.driver_version)
         import pyarrow as pa
         from pyspark.sql.pandas.types import from_arrow_schema
 
         import pqindex
 
-        arrow = pa.schema(pqindex.scan(self._paths()))
-        fields = [pa.field(f.name, spark_arrow_type(f.type), f.nullable) for f in arrow]
+        arrow = pa.schema(pqindex.scan(self._paths(), storage_options=self._storage_options()))
+        fields = [pa.field(f.name, spark_arrow_type(f.type), True) for f in arrow]
         return from_arrow_schema(pa.schema(fields))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return _Reader(self._paths(), schema, dict(self.options))
+        reader = _Reader(self._paths(), schema, dict(self.options), self._storage_options())
+        reader.driver_version = self.driver_version
+        return reader
 
 
 class _PushdownDataSource(PqindexDataSource):
@@ -118,31 +123,49 @@ class _PushdownDataSource(PqindexDataSource):
     reader with ``pushFilters`` while filter pushdown is off)."""
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return _PushdownReader(self._paths(), schema, dict(self.options))
+        options = dict(self.options)
+        reader = _PushdownReader(self._paths(), schema, options, self._storage_options())
+        reader.driver_version = self.driver_version
+        return reader
 
 
 class _Reader(DataSourceReader):
-    def __init__(self, paths: list[str], schema: StructType, options: dict[str, str]) -> None:
+    def __init__(
+        self,
+        paths: list[str],
+        schema: StructType,
+        options: dict[str, str],
+        storage_options: dict[str, str] | None,
+    ) -> None:
         self.paths = paths
         self.schema = schema
         self.batch_size = int(options.get("batch_size", 65536))
         self.partition_count = int(options.get("partitions", 4))
+        self.storage_options = storage_options
         self.where: str | None = None
         self.now_ns = 0
+        self.driver_version: str | None = None
 
     def partitions(self) -> Sequence[InputPartition]:
+        require_pqindex(self.driver_version)
         import pqindex
-        from pqindex.spark._read import _balanced_groups, _ipc_bytes
+        from pqindex.spark._units import balanced_groups, ipc_bytes
 
-        scan = pqindex.scan(self.paths, where=self.where, columns=self.schema.fieldNames())
+        scan = pqindex.scan(
+            self.paths,
+            where=self.where,
+            columns=self.schema.fieldNames(),
+            storage_options=self.storage_options,
+        )
         self.now_ns = scan.now_ns
         units = scan.units()
-        groups = _balanced_groups(units, self.partition_count)
+        groups = balanced_groups(units, self.partition_count)
         if not groups:
             return [InputPartition(None)]
-        return [InputPartition(_ipc_bytes(units.take(g))) for g in groups]
+        return [InputPartition(ipc_bytes(units.take(g))) for g in groups]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
+        require_pqindex(self.driver_version)
         import pyarrow as pa
 
         from pqindex._native import read_units
@@ -157,6 +180,7 @@ class _Reader(DataSourceReader):
             where=self.where,
             columns=self.schema.fieldNames(),
             batch_size=self.batch_size,
+            storage_options=self.storage_options,
         )
         for batch in pa.RecordBatchReader.from_stream(scan):
             yield conform(batch, target)
@@ -164,70 +188,10 @@ class _Reader(DataSourceReader):
 
 class _PushdownReader(_Reader):
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        parts = [sql for f in filters if (sql := _translate(f, self.schema)) is not None]
-        self.where = " AND ".join(f"({p})" for p in parts) if parts else None
+        require_pqindex(self.driver_version)
+        from pqindex.spark._predicate import translate_all
+
+        translated = translate_all(filters, self.schema)
+        self.where = translated.sql if translated is not None else None
         # Spark evaluates every filter again: the pqindex predicate only prunes.
         yield from filters
-
-
-def _translate(f: Filter, schema: StructType) -> str | None:
-    """pqindex SQL keeping at least the rows ``f`` keeps (exactly, NULLs included, so that
-    NOT may wrap it), or None."""
-    if isinstance(f, Not):
-        inner = _translate(f.child, schema)
-        exact = not isinstance(f.child, EqualNullSafe)
-        return f"NOT ({inner})" if inner is not None and exact else None
-    column = _column(f.attribute, schema) if hasattr(f, "attribute") else None
-    if column is None:
-        return None
-    name, data_type = column
-    if isinstance(f, IsNull):
-        return f"{name} IS NULL"
-    if isinstance(f, IsNotNull):
-        return f"{name} IS NOT NULL"
-    if isinstance(f, In):
-        values = [_literal(v, data_type) for v in f.value]
-        if not values or any(v is None for v in values):
-            return None
-        return f"{name} IN ({', '.join(v for v in values if v is not None)})"
-    op = "=" if isinstance(f, EqualNullSafe) else _COMPARISONS.get(type(f))
-    if op is None:
-        return None
-    value = _literal(getattr(f, "value", None), data_type)
-    return None if value is None else f"{name} {op} {value}"
-
-
-def _column(path: tuple[str, ...], schema: StructType) -> tuple[str, Any] | None:
-    data_type: Any = schema
-    quoted = []
-    for part in path:
-        if not isinstance(data_type, StructType):
-            return None
-        match = [f for f in data_type.fields if f.name == part]
-        if len(match) != 1:
-            return None
-        quoted.append('"' + part.replace('"', '""') + '"')
-        data_type = match[0].dataType
-    return ".".join(quoted), data_type
-
-
-def _literal(value: Any, data_type: Any) -> str | None:
-    """A Python value of a pushed filter as a pqindex literal of the column's Spark type
-    (dates and datetimes here; the rest as Spark's own pushed filters are translated)."""
-    from pyspark.sql import types as T
-
-    if value is None:
-        return None
-    scalar = scalar_literal(value, data_type)
-    if scalar is not None:
-        return scalar
-    if isinstance(data_type, T.TimestampType) and isinstance(value, datetime.datetime):
-        if value.tzinfo is None:
-            return None
-        utc = value.astimezone(datetime.timezone.utc)
-        return f"TIMESTAMPTZ '{utc.strftime('%Y-%m-%d %H:%M:%S.%f')}+00:00'"
-    if isinstance(data_type, T.TimestampNTZType) and isinstance(value, datetime.datetime):
-        return f"TIMESTAMP '{value.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
-    if isinstance(data_type, T.DateType) and isinstance(value, datetime.date):
-        return f"DATE '{value.isoformat()}'"
-    return None

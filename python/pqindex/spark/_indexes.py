@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pqindex
-from pqindex._indexes import IndexDefinition, _specs
+from pqindex._indexes import IndexDefinition, check_definitions
 from pqindex._native import list_files
+from pqindex.spark._guard import guarded
+from pqindex.spark._session import default_parallelism
 from pqindex.spark._storage import is_remote, storage_options_for
 
 _REPORT_SCHEMA = (
@@ -19,27 +21,21 @@ _REPORT_SCHEMA = (
 )
 
 
-def dataset_files(source: str | os.PathLike[str]) -> list[str]:
-    """The data files of ``source`` under Spark's path rules: names starting with ``_`` or
-    ``.`` (``_SUCCESS``, ``_pqindex``, ``.crc`` files, hidden temporaries) are not data."""
-    root = os.path.abspath(os.fspath(source))
-    if os.path.isfile(root):
-        return [root]
-    if not os.path.isdir(root):
-        raise pqindex.NotFoundError(f"{root}: no such file or directory")
-    out: list[str] = []
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
-        out.extend(
-            os.path.join(directory, f) for f in sorted(files) if not f.startswith(("_", "."))
-        )
-    return out
+def dataset_files(
+    source: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> list[str]:
+    """The data files of ``source`` under Spark's path rules (names starting with ``_`` or
+    ``.`` are not data), listed by the core as every pqindex read lists them."""
+    path = os.fspath(source)
+    if not is_remote([path]):
+        path = os.path.abspath(path)
+    return list_files(path, storage_options=storage_options)
 
 
 def _identities(index: IndexDefinition) -> list[tuple[str, str, str]]:
     """(kind, column, granularity) of each index the definition makes: what identifies an
     index in a file."""
-    return [(kind, column, granularity) for kind, column, granularity, _ in index._specs()]
+    return index.identities()
 
 
 @dataclass
@@ -120,12 +116,9 @@ def build_indexes(
     definitions = list(indexes)
     if not definitions:
         raise pqindex.InvalidArgumentError("build_indexes needs at least one index definition")
-    _specs(definitions)
+    check_definitions(definitions)
     options = storage_options_for(spark, [os.fspath(source)], storage_options)
-    if is_remote([os.fspath(source)]):
-        files = list_files(os.fspath(source), storage_options=options)
-    else:
-        files = dataset_files(source)
-    slices = max(1, min(len(files), parallelism or spark.sparkContext.defaultParallelism))
+    files = dataset_files(source, options)
+    slices = max(1, min(len(files), parallelism or default_parallelism(spark)))
     paths = spark.createDataFrame([(f,) for f in files], "path string").repartition(slices)
-    return paths.mapInArrow(_IndexTask(definitions, options), _REPORT_SCHEMA)
+    return paths.mapInArrow(guarded(_IndexTask(definitions, options)), _REPORT_SCHEMA)

@@ -1,52 +1,52 @@
 """Indexed reads in Spark: plan on the driver with the Rust core, read the selected pages in
 the executors with ``mapInArrow``, and let Spark apply its own condition last.
 
-The driver lets Spark parse and analyse ``where`` over ``spark.read.parquet(source)``, turns
-the filters Spark would push into a Parquet scan into a pqindex predicate (which may only
-widen), and plans files, row groups and pages with it. The plan's units (file identity, row
-group, row ranges) are grouped into partitions of about equal fetched bytes, keeping each
-file's units together so an executor reads each footer once. Each partition carries its
-units as a small Arrow IPC blob; executors rebuild the scan from it and stream the rows,
-failing the task if a file changed since planning. Spark's own condition is then applied to
-those rows, so results are exactly Spark's whatever the translation could express.
+The driver (the Python process holding the session: the Spark driver on a classic session,
+the client on Spark Connect) lets Spark analyse ``where`` over ``spark.read.parquet(source)``
+and turns what Spark confirms of it into a pqindex predicate, which may only widen: on a
+classic session the filters Spark pushes into its own Parquet scan (``_jvm_filters``), on
+Spark Connect the condition read on the client and confirmed by Spark's analyser
+(``_client_filters``). Both become one predicate through ``_predicate``. The plan's units
+travel to the executors as Arrow IPC blobs in a small DataFrame; executors rebuild the scan
+from them and stream the rows, failing the task if a file changed since planning. Spark's
+own condition is then applied to those rows, so results are exactly Spark's whatever the
+translation could express. Plans that select little are read on the driver instead.
 
 Object-store sources (``s3a://``, ``s3://``, ``gs://``, ...) are read by pqindex alone, on
 the driver and in executors, so Spark needs no s3a connector: the schema comes from pqindex,
-a SQL ``where`` is pushed as written, and credentials come from ``storage_options`` or the
-session's ``fs.s3a.*`` settings.
+and credentials from ``storage_options`` or the session's ``fs.s3a.*`` settings.
 """
 
 from __future__ import annotations
 
-import math
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pqindex
+from pqindex.spark import _client_filters, _jvm_filters, _portable
 from pqindex.spark._arrow import arrow_schema, conform
-from pqindex.spark._filters import pushed_predicate
+from pqindex.spark._guard import guarded
+from pqindex.spark._metrics import (
+    EXECUTOR_KEYS,
+    Observed,
+    accumulator,
+    counter_row,
+    with_metrics_column,
+    with_null_counters,
+)
+from pqindex.spark._predicate import translate_all
+from pqindex.spark._session import default_parallelism, is_connect
+from pqindex.spark._sql import tokenize
 from pqindex.spark._storage import is_remote, storage_options_for
+from pqindex.spark._units import balanced_groups, ipc_bytes
 
 #: Plans that fetch less than this (estimated compressed bytes of the selected pages) are
 #: read on the driver and handed to Spark with ``createDataFrame``: below it, starting a job
 #: costs more than the read. Measured in benches/spark_threshold.py (see benches/README.md).
 DRIVER_READ_BYTES = 4 * 1024 * 1024
-
-
-def _metrics_param() -> Any:
-    from pyspark.accumulators import AccumulatorParam
-
-    class DictSum(AccumulatorParam):  # type: ignore[type-arg]
-        def zero(self, value: dict[str, int]) -> dict[str, int]:
-            return {}
-
-        def addInPlace(self, a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
-            for k, v in b.items():
-                a[k] = a.get(k, 0) + v
-            return a
-
-    return DictSum()
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def _paths(source: Any) -> list[str]:
@@ -73,94 +73,161 @@ class SparkScan:
         storage_options: Mapping[str, Any] | None = None,
     ) -> None:
         self._spark = spark
+        self._connect = is_connect(spark)
         self._paths = _paths(source)
         self._storage_options = storage_options_for(spark, self._paths, storage_options)
-        remote = is_remote(self._paths)
+        self._where = where
+        self._batch_size = batch_size
+        self.predicate: str | None = None
         probe: pqindex.Scan | None = None
-        if remote:
-            # Spark's own reader may lack an s3a connector here: the schema comes from a
-            # pqindex plan of every column, with a SQL `where` pushed as written (so it
-            # prunes as the real plan will, and is that plan when every column is read).
-            import pyarrow as pa
-            from pyspark.sql.pandas.types import from_arrow_schema
-
-            self.predicate = where if isinstance(where, str) else None
-            try:
-                probe = self._scan(None, batch_size)
-            except (pqindex.PredicateError, pqindex.UnsupportedError):
-                # SQL text pqindex does not read the way Spark does: Spark's condition alone.
-                self.predicate = None
-                probe = self._scan(None, batch_size)
-            base = spark.createDataFrame([], from_arrow_schema(pa.schema(probe)))
+        if is_remote(self._paths):
+            probe, base = self._object_store_base(where)
         else:
             base = spark.read.parquet(*self._paths)
-        filtered = base.where(where) if where is not None else base
-        self._where = where
+            self.predicate = self._pushed(base)
         self._columns = list(columns) if columns is not None else list(base.columns)
+        needed = self._columns + [
+            c for c in self._condition_columns(base) if c not in self._columns
+        ]
+        needed = self._check_columns(base, needed)
         self._output = _selected_schema(base, self._columns)
-        # Columns the final Spark filter needs, read too and dropped after it.
-        needed = list(self._output.fieldNames())
-        for name in _referenced_columns(filtered) if where is not None else []:
-            if name not in needed:
-                needed.append(name)
         self._read_schema = (
             self._output if needed == self._columns else _selected_schema(base, needed)
         )
-        if probe is not None and needed == base.columns:
+        if probe is not None and needed == list(base.columns):
             self._plan = probe
-        elif remote:
-            self._plan = self._scan(needed, batch_size)
         else:
-            self.predicate = pushed_predicate(spark, filtered) if where is not None else None
-            self._plan = self._scan(needed, batch_size)
+            self._plan = self._scan(needed, self.predicate)
         self._units = self._plan.units()
         self.selected_bytes = int(sum(self._units.column("selected_bytes").to_pylist()))
         self.on_driver = self.selected_bytes < driver_read_bytes
         self._partitions = partitions
-        self._batch_size = batch_size
         self._accumulator: Any = None
+        self._observed: Observed | None = None
+        self._df: Any = None
 
-    def _scan(self, columns: list[str] | None, batch_size: int) -> pqindex.Scan:
+    # --- planning -------------------------------------------------------------------------
+
+    def _scan(self, columns: list[str] | None, where: str | None) -> pqindex.Scan:
         return pqindex.scan(
             self._paths,
-            where=self.predicate,
+            where=where,
             columns=columns,
-            batch_size=batch_size,
+            batch_size=self._batch_size,
             storage_options=self._storage_options,
         )
 
+    def _object_store_base(self, where: Any) -> tuple[pqindex.Scan | None, Any]:
+        """Spark may have no s3a connector, so the schema comes from a pqindex plan of every
+        column. SQL text is tried as written first, so that planning prunes (and lists and
+        opens files) once; that plan is kept only if pqindex reads the text exactly as Spark
+        does, else planning starts again from what Spark confirms."""
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        probe: pqindex.Scan | None = None
+        if isinstance(where, str):
+            try:
+                probe = self._scan(None, where)
+            except (pqindex.PredicateError, pqindex.UnsupportedError):
+                probe = None
+        written = probe is not None
+        if probe is None:
+            probe = self._scan(None, None)
+        schema = from_arrow_schema(pa.schema(probe))
+        base = self._spark.createDataFrame([], _nullable(schema))
+        if where is None:
+            return probe, base
+        confirmed = _client_filters.pushed_filters(base, where)
+        if written and isinstance(where, str) and _portable.as_written(where, confirmed):
+            self.predicate = where
+            return probe, base
+        translated = translate_all(confirmed.filters, base.schema)
+        self.predicate = translated.sql if translated is not None else None
+        # The probe is the plan only if it was made with the predicate now chosen.
+        return (probe if self.predicate is None and not written else None), base
+
+    def _pushed(self, base: Any) -> str | None:
+        """The pqindex predicate for what Spark confirms of ``where``."""
+        if self._where is None:
+            return None
+        filters = None
+        if not self._connect:
+            filters = _jvm_filters.scan_filters(self._spark, base.where(self._where))
+        if filters is None:
+            filters = _client_filters.pushed_filters(base, self._where).filters
+        translated = translate_all(filters, base.schema)
+        return translated.sql if translated is not None else None
+
+    def _condition_columns(self, base: Any) -> list[str]:
+        """Top-level columns ``where`` refers to (read too, for Spark's final filter)."""
+        if self._where is None:
+            return []
+        if not self._connect:
+            return _jvm_filters.referenced_columns(base.where(self._where))
+        # On the client: every column whose name the condition spells (more is harmless);
+        # ``_check_columns`` has Spark confirm that nothing is missing.
+        text = self._where if isinstance(self._where, str) else str(self._where)
+        words = {t.text.lower() for t in tokenize(text) if t.kind in ("ident", "quoted")}
+        return [
+            c
+            for c in base.columns
+            if c.lower() in words or (not _IDENTIFIER.match(c) and c in text)
+        ]
+
+    def _check_columns(self, base: Any, needed: list[str]) -> list[str]:
+        """``needed``, or every column if Spark cannot evaluate the condition over
+        ``needed`` alone (only possible for columns found on the client)."""
+        if self._where is None or not self._connect or needed == list(base.columns):
+            return needed
+        try:
+            base.select(*needed).where(self._where).schema  # noqa: B018 (an analysis)
+        except Exception:
+            return list(base.columns)
+        return needed
+
+    # --- the DataFrame --------------------------------------------------------------------
+
     def to_df(self) -> Any:
         """The DataFrame of the matching rows (built once; reading happens on actions)."""
+        if self._df is None:
+            self._df = self._build()
+        return self._df
+
+    def _build(self) -> Any:
         spark = self._spark
-        target = arrow_schema(self._read_schema)
         if self._units.num_rows == 0:
             df = spark.createDataFrame([], self._read_schema)
         elif self.on_driver:
-            import pyarrow as pa
-
-            batches = [conform(b, target) for b in self._plan.to_arrow().to_batches()]
-            if batches:
-                # The Spark schema says what Arrow cannot: a naive timestamp is TIMESTAMP_NTZ.
-                table = pa.Table.from_batches(batches, schema=target)
-                df = spark.createDataFrame(table, schema=self._read_schema)
-            else:
-                df = spark.createDataFrame([], self._read_schema)
+            df = self._read_on_driver()
         else:
-            df = self._distributed(target)
+            df = self._distributed()
         if self._where is not None:
             df = df.where(self._where)
-        if self._read_schema is self._output:
+        if list(self._read_schema.fieldNames()) == list(self._output.fieldNames()):
             return df
         return df.select(*self._output.fieldNames())
 
-    def _distributed(self, target: Any) -> Any:
+    def _read_on_driver(self) -> Any:
+        import pyarrow as pa
+
+        target = arrow_schema(self._read_schema)
+        batches = [conform(b, target) for b in self._plan.to_arrow().to_batches()]
+        if not batches:
+            return self._spark.createDataFrame([], self._read_schema)
+        # The Spark schema says what Arrow cannot: a naive timestamp is TIMESTAMP_NTZ.
+        table = pa.Table.from_batches(batches, schema=target)
+        return self._spark.createDataFrame(table, schema=self._read_schema)
+
+    def _distributed(self) -> Any:
+        import pyarrow as pa
+
         spark = self._spark
-        sc = spark.sparkContext
-        groups = _balanced_groups(
-            self._units, self._partitions or max(1, sc.defaultParallelism * 2)
+        groups = balanced_groups(
+            self._units, self._partitions or max(1, default_parallelism(spark) * 2)
         )
-        blobs = [(i, _ipc_bytes(self._units.take(g))) for i, g in enumerate(groups)]
-        self._accumulator = sc.accumulator({}, _metrics_param())
+        blobs = [ipc_bytes(self._units.take(g)) for g in groups]
+        schema = with_metrics_column(self._read_schema) if self._connect else self._read_schema
         read = _ReadUnits(
             catalog=self._plan.catalog_root,
             storage_options=self._storage_options,
@@ -168,11 +235,22 @@ class SparkScan:
             where=self.predicate,
             columns=list(self._read_schema.fieldNames()),
             batch_size=self._batch_size,
-            target=target,
-            accumulator=self._accumulator,
+            target=arrow_schema(schema),
         )
-        plan_df = spark.createDataFrame(sc.parallelize(blobs, len(blobs)), "part int, units binary")
-        return plan_df.mapInArrow(read, self._read_schema)
+        if self._connect:
+            # One row per group: Spark runs a local relation's rows as that many tasks (up
+            # to its parallelism) without a shuffle.
+            plan = pa.table({"part": list(range(len(blobs))), "units": blobs})
+            self._observed = Observed()
+            rows = spark.createDataFrame(plan).mapInArrow(guarded(read), schema)
+            return self._observed.attach(rows)
+        sc = spark.sparkContext
+        read.accumulator = self._accumulator = accumulator(spark)
+        parts = sc.parallelize(list(enumerate(blobs)), len(blobs))
+        plan_df = spark.createDataFrame(parts, "part int, units binary")
+        return plan_df.mapInArrow(guarded(read), schema)
+
+    # --- what happened --------------------------------------------------------------------
 
     def explain(self) -> str:
         """The driver's plan, the pushed predicate, where rows are read, and what executors
@@ -196,10 +274,14 @@ class SparkScan:
         return "\n".join(lines) + "\n" + self._plan.explain()
 
     def executor_metrics(self) -> dict[str, int]:
-        """Read counters summed over the executors' tasks (after an action ran)."""
-        if self._accumulator is None:
-            return {}
-        return dict(self._accumulator.value)
+        """Read counters summed over the executors' tasks, once an action ran: over every
+        action on a classic session (an accumulator), over the first one on Spark Connect
+        (an observation)."""
+        if self._accumulator is not None:
+            return dict(self._accumulator.value)
+        if self._observed is not None:
+            return self._observed.value()
+        return {}
 
     def metrics(self) -> dict[str, int]:
         """Planning counters, and reading counters from wherever the rows were read.
@@ -223,7 +305,9 @@ class SparkScan:
 
 @dataclass
 class _ReadUnits:
-    """The function ``mapInArrow`` runs in executors: one row per group of units."""
+    """The function ``mapInArrow`` runs in executors: one row per group of units. Its
+    counters go to ``accumulator`` (classic) or, when ``target`` ends with the counters'
+    column, into one extra row per group (Spark Connect; see ``_metrics``)."""
 
     catalog: str | None
     now_ns: int
@@ -231,7 +315,7 @@ class _ReadUnits:
     columns: list[str]
     batch_size: int
     target: Any
-    accumulator: Any
+    accumulator: Any = None
     storage_options: dict[str, Any] | None = None
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
@@ -239,6 +323,8 @@ class _ReadUnits:
 
         from pqindex._native import read_units
 
+        in_rows = self.accumulator is None  # the counters travel as rows (Spark Connect)
+        data_target = pa.schema(list(self.target)[:-1]) if in_rows else self.target
         for batch in batches:
             for blob in batch.column("units").to_pylist():
                 units = pa.ipc.open_stream(blob).read_all()
@@ -252,52 +338,21 @@ class _ReadUnits:
                     storage_options=self.storage_options,
                 )
                 for out in pa.RecordBatchReader.from_stream(scan):
-                    yield conform(out, self.target)
+                    rows = conform(out, data_target)
+                    yield with_null_counters(rows, self.target) if in_rows else rows
                 m = scan.metrics()
-                self.accumulator.add(
-                    {
-                        k: m[k]
-                        for k in (
-                            "bytes_read",
-                            "requests",
-                            "pages_read",
-                            "dictionary_pages_read",
-                            "dictionary_pages_skipped",
-                            "rows_scanned",
-                            "rows_matched",
-                            "footers_read",
-                            "footer_cache_hits",
-                        )
-                    }
-                )
+                counters = {k: m[k] for k in EXECUTOR_KEYS}
+                if in_rows:
+                    yield counter_row(self.target, counters)
+                else:
+                    self.accumulator.add(counters)
 
 
-def _ipc_bytes(table: Any) -> bytes:
-    import pyarrow as pa
+def _nullable(schema: Any) -> Any:
+    """``schema`` with nullable top-level columns, as Spark's Parquet reader reports them."""
+    from pyspark.sql import types as T
 
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return bytes(sink.getvalue().to_pybytes())
-
-
-def _balanced_groups(units: Any, partitions: int) -> list[list[int]]:
-    """Consecutive runs of unit indices (plan order keeps a file's units together) of about
-    ``total / partitions`` estimated bytes each."""
-    sizes = [max(1, int(b)) for b in units.column("selected_bytes").to_pylist()]
-    if not sizes:
-        return []
-    parts = max(1, min(partitions, len(sizes)))
-    target = math.ceil(sum(sizes) / parts)
-    groups: list[list[int]] = [[]]
-    filled = 0
-    for i, size in enumerate(sizes):
-        if groups[-1] and filled + size > target and len(groups) < parts:
-            groups.append([])
-            filled = 0
-        groups[-1].append(i)
-        filled += size
-    return groups
+    return T.StructType([T.StructField(f.name, f.dataType, True, f.metadata) for f in schema])
 
 
 def _selected_schema(df: Any, columns: list[str]) -> Any:
@@ -306,21 +361,6 @@ def _selected_schema(df: Any, columns: list[str]) -> Any:
     if columns == list(df.columns):
         return df.schema
     return df.select(*columns).schema
-
-
-def _referenced_columns(filtered_df: Any) -> list[str]:
-    """Top-level columns the analysed condition of ``filtered_df`` refers to."""
-    plan = filtered_df._jdf.queryExecution().analyzed()
-    names: list[str] = []
-    stack = [plan]
-    while stack:
-        node = stack.pop()
-        if node.getClass().getSimpleName() == "Filter":
-            refs = node.condition().references().toSeq()
-            names.extend(str(refs.apply(i).name()) for i in range(refs.size()))
-        children = node.children()
-        stack.extend(children.apply(i) for i in range(children.size()))
-    return names
 
 
 def read(

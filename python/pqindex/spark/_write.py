@@ -21,6 +21,8 @@ from urllib.parse import quote
 
 import pqindex
 from pqindex._native import delete_objects, list_objects, upload
+from pqindex.spark._guard import guarded
+from pqindex.spark._session import functions, is_connect
 from pqindex.spark._storage import is_remote, storage_options_for
 
 #: Spark's and Hive's directory value for a NULL partition value.
@@ -114,7 +116,7 @@ def write(
         },
     )
     try:
-        report = [r.asDict() for r in df.mapInArrow(task, _REPORT_SCHEMA).collect()]
+        report = [r.asDict() for r in df.mapInArrow(guarded(task), _REPORT_SCHEMA).collect()]
     except BaseException:
         if store is not None:
             store.delete([f for f in store.files() if job in f])
@@ -138,8 +140,9 @@ def _z_ordered(df: Any, columns: list[str], keys: list[str]) -> Any:
     """``df`` range-partitioned and sorted by a Z-order of ``columns``: each column's value
     is placed on 2**15 even steps between its minimum and maximum, and the steps' bits are
     interleaved. Numeric, date and timestamp columns only."""
-    from pyspark.sql import functions as F
     from pyspark.sql import types as T
+
+    F = functions(df.sparkSession)
 
     if len(columns) > 4:
         raise pqindex.InvalidArgumentError("cluster_by takes at most 4 columns")
@@ -172,13 +175,14 @@ def _z_ordered(df: Any, columns: list[str], keys: list[str]) -> Any:
         for j, p in enumerate(positions):
             taken = F.shiftleft(F.shiftright(p, bit).bitwiseAND(1), bit * len(positions) + j)
             z = z.bitwiseOR(taken)
-    partitions = max(1, df.rdd.getNumPartitions())
-    return (
-        df.withColumn(_Z_COLUMN, z)
-        .repartitionByRange(partitions, _Z_COLUMN)
-        .sortWithinPartitions(*keys, _Z_COLUMN)
-        .drop(_Z_COLUMN)
-    )
+    with_z = df.withColumn(_Z_COLUMN, z)
+    if is_connect(df.sparkSession):
+        # No RDD to ask for the partition count: Spark picks it (and adaptive execution
+        # may merge small ranges).
+        ranged = with_z.repartitionByRange(_Z_COLUMN)
+    else:
+        ranged = with_z.repartitionByRange(max(1, df.rdd.getNumPartitions()), _Z_COLUMN)
+    return ranged.sortWithinPartitions(*keys, _Z_COLUMN).drop(_Z_COLUMN)
 
 
 def spark_of(df: Any) -> Any:

@@ -11,8 +11,8 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use parquet::arrow::ArrowSchemaConverter;
 use parquet::basic::Type as PhysicalType;
 use parquet::bloom_filter::Sbbf;
-use pqindex_core::predicate::{bind, sql, BindSchema, Predicate};
-use pqindex_core::prune::bloom::leaf_may_match;
+use pqindex_core::bench::leaf_may_match;
+use pqindex_core::bench::{bind, sql, BindSchema, Predicate};
 
 mod common;
 use common::Rng;

@@ -13,9 +13,10 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use parquet::file::metadata::ParquetMetaData;
-use pqindex_core::io::{IoStats, StorageFile};
-use pqindex_core::metadata::{load_page_index, read_footer, MetadataCache};
-use pqindex_core::write::{write, WriteOptions};
+use pqindex_core::bench::{load_page_index, read_footer};
+use pqindex_core::bench::{IoStats, StorageFile};
+use pqindex_core::MetadataCache;
+use pqindex_core::{write, WriteOptions};
 
 mod common;
 use common::Rng;

@@ -10,12 +10,12 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch, RecordBatchIterator};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use parquet::file::metadata::ParquetMetaData;
-use pqindex_core::io::{IoStats, StorageFile};
-use pqindex_core::metadata::MetadataCache;
-use pqindex_core::predicate::{bind, sql, BindSchema, Predicate};
-use pqindex_core::prune::page::row_ranges;
-use pqindex_core::prune::row_ranges::RowRanges;
-use pqindex_core::write::{write, WriteOptions};
+use pqindex_core::bench::row_ranges;
+use pqindex_core::bench::RowRanges;
+use pqindex_core::bench::{bind, sql, BindSchema, Predicate};
+use pqindex_core::bench::{IoStats, StorageFile};
+use pqindex_core::MetadataCache;
+use pqindex_core::{write, WriteOptions};
 
 mod common;
 use common::Rng;

@@ -17,8 +17,9 @@ use criterion::{
     criterion_group, criterion_main, BenchmarkId, Criterion, SamplingMode, Throughput,
 };
 use parquet::arrow::ArrowWriter;
-use pqindex_core::metadata::MetadataCache;
-use pqindex_core::write::{properties, write, WriteOptions};
+use pqindex_core::bench::properties;
+use pqindex_core::MetadataCache;
+use pqindex_core::{write, WriteOptions};
 use pqindex_core::{Scan, ScanOptions};
 
 mod common;

@@ -1,23 +1,88 @@
 //! pqindex core: hierarchical pruning (files, row groups, pages) and selected-page reads
 //! over Parquet, with no Python in sight.
+//!
+//! Layers, each using only those before it (`scripts/check_layers.py` checks it):
+//! `io` (storage), `metadata` (footers, page indexes, schema helpers), `predicate`
+//! (SQL text to a bound predicate, exact evaluation), `source` (listing), `plan` (the
+//! plan's types), `prune` (evidence and the planner), `index` (embedded indexes),
+//! `catalog`, `read` (selected pages, late materialisation), `query` (scan, stream,
+//! units wire form, aggregates) and `write`. `docs/architecture.md` draws them.
+//!
+//! The modules are private; this file re-exports what the Python bindings and the
+//! benches use.
 
-pub mod aggregate;
-pub mod append;
-pub mod catalog;
-pub mod error;
-pub mod index;
-pub mod io;
-pub mod metadata;
-pub mod predicate;
-pub mod prune;
-pub mod read;
-pub mod scan;
-pub mod source;
-pub mod stream;
+mod catalog;
+mod error;
+mod index;
+mod io;
+mod metadata;
+mod plan;
+mod predicate;
+mod prune;
+mod query;
+mod read;
+mod source;
+mod table;
 #[cfg(test)]
 mod testing;
-pub mod units;
-pub mod write;
+mod write;
 
 pub use error::{Error, Result};
-pub use scan::{Scan, ScanOptions, ScanStream};
+
+/// The names of a scan's counters, in the order `Scan::metrics` gives them.
+pub const METRIC_NAMES: &[&str] = plan::Metrics::NAMES;
+
+pub use query::aggregate::{aggregate, AggregateOptions, Aggregation};
+pub use query::parallel::default_threads;
+pub use query::scan::{Scan, ScanOptions};
+pub use query::stream::ScanStream;
+
+pub use catalog::{Catalog, CatalogColumn, CatalogReport};
+pub use index::approx_distinct::{approx_distinct, DistinctEstimate};
+pub use index::build::{add_indexes, drop_indexes};
+pub use index::kind::{IndexKind, KindInfo, Param, ParamType, ParamValue};
+pub use index::locator::{locators as index_locators, Granularity, Locator};
+pub use index::registry::kinds as index_kinds;
+pub use index::rewrite::{list_indexes, AppendReport};
+pub use index::spec::IndexSpec;
+pub use index::verify::{verify, Checked};
+pub use metadata::{global_cache, read_metadata, CacheInfo, FileFooter, MetadataCache};
+pub use source::list_source;
+pub use table::delta::delta_puffins as delta_index_files;
+pub use table::files::snapshot_from_arrow;
+pub use table::indexes::{
+    change_delta_indexes, change_snapshot_indexes, DropFilter, IndexChange, TableIndexReport,
+    TableIndexes,
+};
+pub use table::{TableFormat, TableOptions, TableSnapshot};
+
+/// The table format of a local directory ("delta" or "iceberg"), if it is a table's.
+pub fn local_table_format(path: &str) -> Option<&'static str> {
+    match source::listing::table_format(std::path::Path::new(path))? {
+        TableFormat::Delta => Some("delta"),
+        TableFormat::Iceberg => Some("iceberg"),
+    }
+}
+pub use write::{write, WriteOptions};
+
+/// Tables describing a footer: one row per row group, per column chunk, per page.
+pub mod metadata_tables {
+    pub use crate::metadata::tables::{columns, pages, row_groups};
+}
+
+/// Object stores: configuring them, and the object operations the bindings expose.
+pub mod storage {
+    pub use crate::io::object::{configure_all, is_remote, locate, ObjectLocation};
+}
+
+/// Internals the crate's own criterion benches measure one by one; not a stable API.
+#[doc(hidden)]
+pub mod bench {
+    pub use crate::io::{IoStats, StorageFile};
+    pub use crate::metadata::{load_page_index, read_footer};
+    pub use crate::plan::RowRanges;
+    pub use crate::predicate::{bind, sql, BindSchema, Predicate};
+    pub use crate::prune::page_index::row_ranges;
+    pub use crate::prune::parquet_bloom::leaf_may_match;
+    pub use crate::write::properties;
+}

@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io::BufWriter;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use std::sync::Arc;
 
@@ -133,7 +133,7 @@ pub fn write(
     let schema = storable_schema(&given);
     let props = properties(&schema, opts)?;
     let target = Path::new(path);
-    let tmp = temp_path(target);
+    let tmp = crate::io::file::temp_path(target);
     let result = (|| -> Result<u64> {
         let file = File::create(&tmp).map_err(|e| Error::io(&tmp.to_string_lossy(), e))?;
         let mut writer = ArrowWriter::try_new(BufWriter::new(file), schema.clone(), Some(props))?;
@@ -232,15 +232,6 @@ fn cast_batch(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
         columns,
         &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
     )?)
-}
-
-/// A hidden name beside `target`, so readers of the directory never see a partial file.
-pub(crate) fn temp_path(target: &Path) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out.parquet".into());
-    target.with_file_name(format!(".{name}.{}.pqindex-tmp", std::process::id()))
 }
 
 #[cfg(test)]

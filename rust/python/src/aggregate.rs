@@ -7,12 +7,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use pyo3_arrow::ffi::to_schema_pycapsule;
 
-use pqindex_core::aggregate::{aggregate as core_aggregate, AggregateOptions, Aggregation};
-use pqindex_core::metadata::global_cache;
+use pqindex_core::global_cache;
+use pqindex_core::{aggregate as core_aggregate, AggregateOptions, Aggregation};
 
+use crate::arrow_stream::stream_capsule;
 use crate::error::IntoPyResult;
+use crate::report::{metrics_dict, warn_skipped_indexes};
 use crate::runtime::run_blocking;
-use crate::scan::{metrics_dict, stream_capsule, warn_skipped_indexes};
 use crate::source::{configure_storage, Source, StorageOptions};
 
 /// The one-row answer of `aggregate`, with how it was obtained.
@@ -91,7 +92,7 @@ pub fn aggregate(
     let opts = AggregateOptions {
         select,
         predicate: r#where,
-        threads: threads.unwrap_or_else(pqindex_core::scan::default_threads),
+        threads: threads.unwrap_or_else(pqindex_core::default_threads),
         now_ns: None,
     };
     let paths = source.0;

@@ -6,9 +6,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use pqindex_core::catalog::{Catalog, CatalogColumn, CatalogReport};
-use pqindex_core::metadata::global_cache;
-use pqindex_core::Error;
+use pqindex_core::{global_cache, Catalog, CatalogColumn, CatalogReport, Error};
 
 use crate::error::IntoPyResult;
 use crate::runtime::{run_blocking, run_blocking_ticking};
@@ -257,18 +255,7 @@ pub fn catalog_rows<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let columns = catalog_columns(columns);
     let batch = run_blocking(py, move |_| {
-        let entries = paths
-            .iter()
-            .map(|p| {
-                let rel = pqindex_core::catalog::relative(&root, p);
-                let file = pqindex_core::io::StorageFile::open(
-                    p,
-                    std::sync::Arc::new(pqindex_core::io::IoStats::default()),
-                )?;
-                pqindex_core::catalog::summarise(&file, &rel, &columns, global_cache())
-            })
-            .collect::<pqindex_core::Result<Vec<_>>>()?;
-        pqindex_core::catalog::store::to_batch(&columns, &entries)
+        Catalog::summary_rows(&root, &paths, &columns, global_cache())
     })?
     .py()?;
     let schema = batch.schema();
@@ -290,16 +277,8 @@ pub fn write_catalog(
         .collect::<Result<Vec<_>, _>>()
         .map_err(Error::Arrow)
         .py()?;
-    let (catalog, report) = run_blocking(py, move |_| {
-        let mut entries = Vec::new();
-        for b in &batches {
-            entries.extend(pqindex_core::catalog::store::entries_from_batch(
-                b, &columns,
-            )?);
-        }
-        Catalog::write_entries(&root, &columns, entries)
-    })?
-    .py()?;
+    let (catalog, report) =
+        run_blocking(py, move |_| Catalog::write_rows(&root, &columns, &batches))?.py()?;
     Ok(PyCatalog {
         inner: Arc::new(catalog),
         report: Some(report),

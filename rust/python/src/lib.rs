@@ -2,11 +2,13 @@
 
 mod aggregate;
 mod allocator;
+mod arrow_stream;
 mod catalog;
 mod error;
 mod index;
 mod metadata;
 mod pyarrow;
+mod report;
 mod runtime;
 mod scan;
 mod source;
@@ -26,6 +28,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(catalog::write_catalog, m)?)?;
     m.add_function(wrap_pyfunction!(aggregate::aggregate, m)?)?;
     m.add_function(wrap_pyfunction!(scan::scan, m)?)?;
+    m.add_function(wrap_pyfunction!(scan::scan_table, m)?)?;
     m.add_function(wrap_pyfunction!(scan::list_files, m)?)?;
     m.add_function(wrap_pyfunction!(source::is_object_url, m)?)?;
     m.add_function(wrap_pyfunction!(scan::read_units, m)?)?;
@@ -42,5 +45,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(index::list_indexes, m)?)?;
     m.add_function(wrap_pyfunction!(index::verify, m)?)?;
     m.add_function(wrap_pyfunction!(index::approx_distinct, m)?)?;
+    m.add_function(wrap_pyfunction!(index::index_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(index::check_index, m)?)?;
+    m.add_function(wrap_pyfunction!(index::table_format, m)?)?;
+    m.add_function(wrap_pyfunction!(index::change_table_indexes, m)?)?;
+    m.add_function(wrap_pyfunction!(index::change_snapshot_indexes, m)?)?;
+    m.add_function(wrap_pyfunction!(index::table_indexes, m)?)?;
     Ok(())
 }

@@ -6,12 +6,11 @@ use std::sync::{Arc, OnceLock};
 use arrow_array::RecordBatch;
 use parquet::file::metadata::ParquetMetaData;
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict};
+use pyo3::types::{PyCapsule, PyDict, PyList};
 use pyo3_arrow::ffi::to_schema_pycapsule;
 
-use pqindex_core::io::{IoStats, StorageFile};
-use pqindex_core::metadata::{global_cache, tables};
-use pqindex_core::Error;
+use pqindex_core::metadata_tables as tables;
+use pqindex_core::{global_cache, Catalog, Error};
 
 use crate::error::IntoPyResult;
 use crate::runtime::run_blocking;
@@ -21,6 +20,12 @@ use crate::runtime::run_blocking;
 pub struct PyFileMetadata {
     #[pyo3(get)]
     path: String,
+    /// Bytes in the file.
+    #[pyo3(get)]
+    size: u64,
+    /// Bytes of the Thrift footer.
+    #[pyo3(get)]
+    footer_length: u64,
     metadata: Arc<ParquetMetaData>,
     /// Converted on first use: a cache hit should not pay for a wide schema it may not need.
     schema: OnceLock<arrow_schema::SchemaRef>,
@@ -73,6 +78,32 @@ impl PyFileMetadata {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// The footer's `pqindex.index.<n>` locators in key order, each parsed (kind, columns,
+    /// granularity, offset, length, checksum, version) or with the `error` that kept it
+    /// from parsing.
+    fn indexes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let mut entries =
+            pqindex_core::index_locators(self.metadata.file_metadata().key_value_metadata());
+        entries.sort_by_key(|(key, _)| {
+            let n = key.rsplit('.').next().and_then(|n| n.parse::<u64>().ok());
+            (n.is_none(), n, key.clone())
+        });
+        let out = PyList::empty(py);
+        for (key, parsed) in entries {
+            let d = match &parsed {
+                Ok(l) => crate::index::locator_dict(py, l)?,
+                Err(e) => {
+                    let d = PyDict::new(py);
+                    d.set_item("error", e.to_string())?;
+                    d
+                }
+            };
+            d.set_item("key", key)?;
+            out.append(d)?;
+        }
+        Ok(out)
     }
 
     /// One row per row group, as a `pyarrow.Table`.
@@ -136,14 +167,15 @@ pub fn read_metadata(
         .try_into()
         .map_err(|_| pyo3::exceptions::PyTypeError::new_err("read_metadata takes one path"))?;
     let p = path.clone();
-    let metadata = run_blocking(py, move |_| -> Result<_, Error> {
-        let file = StorageFile::open(&p, Arc::new(IoStats::default()))?;
-        Ok(global_cache().get(&file, page_index)?.0)
+    let footer = run_blocking(py, move |_| {
+        pqindex_core::read_metadata(&p, page_index, global_cache())
     })?
     .py()?;
     Ok(PyFileMetadata {
         path,
-        metadata,
+        size: footer.size,
+        footer_length: footer.footer_length,
+        metadata: footer.metadata,
         schema: OnceLock::new(),
     })
 }
@@ -171,5 +203,5 @@ pub fn set_metadata_cache_capacity(capacity_bytes: usize) {
 #[pyfunction]
 pub fn clear_metadata_cache() {
     global_cache().clear();
-    pqindex_core::catalog::clear_loaded();
+    Catalog::forget_loaded();
 }

@@ -4,19 +4,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{ArrayRef, RecordBatch, RecordBatchReader, StructArray};
-use arrow_cast::{can_cast_types, cast_with_options, CastOptions};
-use arrow_schema::{Field, Schema, SchemaRef};
+use arrow_array::RecordBatch;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
-use pyo3_arrow::ffi::{to_schema_pycapsule, to_stream_pycapsule, ArrayIterator};
+use pyo3_arrow::ffi::to_schema_pycapsule;
 use pyo3_arrow::input::AnyRecordBatch;
-use pyo3_arrow::PySchema;
 
-use pqindex_core::metadata::global_cache;
-use pqindex_core::{Error, Scan, ScanOptions};
+use pqindex_core::{global_cache, Catalog, Error, Scan, ScanOptions, TableOptions};
 
+use crate::arrow_stream::{arrow_to_core, stream_capsule};
 use crate::error::IntoPyResult;
+use crate::report::{metrics_dict, warn_skipped_indexes};
 use crate::runtime::run_blocking;
 use crate::source::{configure_storage, Source, StorageOptions};
 
@@ -56,100 +54,6 @@ fn consumed_error() -> PyErr {
     })
 }
 
-/// Counters as a Python dict, in their order.
-pub fn metrics_dict<'py>(py: Python<'py>, metrics: &[(&str, u64)]) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    for (k, v) in metrics {
-        d.set_item(k, v)?;
-    }
-    Ok(d)
-}
-
-/// Export a record batch reader as an Arrow C stream capsule.
-pub fn stream_capsule<'py>(
-    py: Python<'py>,
-    reader: Box<dyn RecordBatchReader + Send>,
-    requested_schema: Option<Bound<'py, PyCapsule>>,
-) -> PyResult<Bound<'py, PyCapsule>> {
-    let mut schema = reader.schema();
-    let mut target: Option<(SchemaRef, Vec<usize>)> = None;
-    if let Some(capsule) = &requested_schema {
-        let requested = PySchema::from_arrow_pycapsule(capsule)?.into_inner();
-        // Honour the request only where every column can be cast; a cast that would lose
-        // values fails the stream rather than turning them into NULLs.
-        if let Some(order) = column_order(&requested, &schema) {
-            let fields: Vec<Field> = requested
-                .fields()
-                .iter()
-                .zip(&order)
-                .map(|(r, &i)| {
-                    schema
-                        .field(i)
-                        .clone()
-                        .with_data_type(r.data_type().clone())
-                })
-                .collect();
-            let castable = fields.iter().zip(&order).all(|(r, &i)| {
-                let s = schema.field(i).data_type();
-                r.data_type() == s || can_cast_types(s, r.data_type())
-            });
-            if castable {
-                schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
-                target = Some((schema.clone(), order));
-            }
-        }
-    }
-    let options = CastOptions {
-        safe: false,
-        ..Default::default()
-    };
-    let arrays = reader.map(move |b| {
-        let b = b?;
-        let b = match &target {
-            Some((t, order)) => {
-                let columns = order
-                    .iter()
-                    .zip(t.fields())
-                    .map(|(&i, f)| cast_with_options(b.column(i), f.data_type(), &options))
-                    .collect::<Result<Vec<_>, _>>()?;
-                RecordBatch::try_new(t.clone(), columns)?
-            }
-            None => b,
-        };
-        Ok(Arc::new(StructArray::from(b)) as ArrayRef)
-    });
-    let field = Field::new_struct("", schema.fields().clone(), false)
-        .with_metadata(schema.metadata().clone());
-    let iter = ArrayIterator::new(arrays, Arc::new(field));
-    Ok(to_stream_pycapsule(py, Box::new(iter), None)?)
-}
-
-/// Which produced column feeds each requested one: by name when the request names the
-/// same columns (in any order), else by position when it has as many.
-fn column_order(requested: &Schema, produced: &Schema) -> Option<Vec<usize>> {
-    if requested.fields().len() != produced.fields().len() {
-        return None;
-    }
-    let by_name: Option<Vec<usize>> = requested
-        .fields()
-        .iter()
-        .map(|r| produced.index_of(r.name()).ok())
-        .collect();
-    match by_name {
-        Some(order)
-            if {
-                let mut seen = order.clone();
-                seen.sort_unstable();
-                seen.dedup();
-                seen.len() == order.len()
-            } =>
-        {
-            Some(order)
-        }
-        _ => Some((0..produced.fields().len()).collect()),
-    }
-}
-
 #[pymethods]
 impl PyScan {
     #[pyo3(signature = (requested_schema=None))]
@@ -187,7 +91,7 @@ impl PyScan {
     /// The plan's units (file identity, row group, row ranges, estimated bytes), one row
     /// each, for `read_units` in another process.
     fn units<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let batch = pqindex_core::units::units_table(&self.scan).py()?;
+        let batch = self.scan.units_table().py()?;
         let schema = batch.schema();
         crate::pyarrow::table(py, vec![batch], schema)
     }
@@ -195,19 +99,19 @@ impl PyScan {
     /// The dataset root whose catalog planning used, if any.
     #[getter]
     fn catalog_root(&self) -> Option<String> {
-        self.scan.catalog.as_ref().map(|(root, _)| root.clone())
+        self.scan.catalog_root().map(str::to_string)
     }
 
     /// What `now()` and `current_date` folded to, in ns since the epoch.
     #[getter]
     fn now_ns(&self) -> i128 {
-        self.scan.now_ns
+        self.scan.now_ns()
     }
 
     /// Embedded indexes planning skipped (damaged, unknown version, not this file's).
     #[getter]
     fn warnings(&self) -> Vec<String> {
-        self.scan.warnings.clone()
+        self.scan.warnings().to_vec()
     }
 
     /// What each pruning level ruled out, and what reading has fetched so far.
@@ -221,13 +125,13 @@ impl PyScan {
     }
 
     fn __repr__(&self) -> String {
-        let m = &self.scan.plan_metrics;
+        let m = |name| self.scan.metric(name).unwrap_or(0);
         format!(
             "<pqindex.Scan: {} files ({} pruned), {} row groups to read, {} rows selected>",
-            m.files,
-            m.files_pruned,
-            self.scan.units.len(),
-            m.rows_selected
+            m("files"),
+            m("files_pruned"),
+            self.scan.unit_count(),
+            m("rows_selected")
         )
     }
 }
@@ -252,9 +156,10 @@ pub fn read_units(
         predicate: r#where,
         columns,
         batch_size,
-        threads: threads.unwrap_or_else(pqindex_core::scan::default_threads),
+        threads: threads.unwrap_or_else(pqindex_core::default_threads),
         now_ns: Some(now_ns),
         ignore_catalog: true,
+        table: TableOptions::default(),
     };
     let batches = units
         .into_reader()?
@@ -276,10 +181,7 @@ pub fn read_units(
     let planned = run_blocking(py, move |cancel| {
         // Footers of files the catalog describes come from it, not from the files.
         if let Some(root) = &catalog {
-            if let Some(c) = pqindex_core::catalog::Catalog::open_cached(
-                root,
-                &pqindex_core::io::IoStats::default(),
-            )? {
+            if let Some(c) = Catalog::open_for_reading(root)? {
                 for b in &batches {
                     if let Some(paths) = b
                         .column_by_name("path")
@@ -298,33 +200,10 @@ pub fn read_units(
     Ok(PyScan::new(planned))
 }
 
-/// Errors that crossed the Arrow reader come back as ArrowError; recover ours.
-fn arrow_to_core(e: arrow_schema::ArrowError) -> Error {
-    match e {
-        arrow_schema::ArrowError::ExternalError(inner) => match inner.downcast::<Error>() {
-            Ok(err) => *err,
-            Err(other) => Error::Arrow(arrow_schema::ArrowError::ExternalError(other)),
-        },
-        other => Error::Arrow(other),
-    }
-}
-
-/// Report each embedded index the plan could not use as a `pqindex.IndexWarning`.
-pub fn warn_skipped_indexes(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
-    if warnings.is_empty() {
-        return Ok(());
-    }
-    let category = py.import("pqindex._errors")?.getattr("IndexWarning")?;
-    for w in warnings {
-        let msg = std::ffi::CString::new(w.replace('\0', " "))?;
-        PyErr::warn(py, &category, &msg, 1)?;
-    }
-    Ok(())
-}
-
-/// Plan a scan of `source`, pruning with `where`.
+/// Plan a scan of `source` (loose Parquet files, or a Delta table's directory at
+/// `version` or as of `timestamp_ms`), pruning with `where`.
 #[pyfunction]
-#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None))]
+#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None, version=None, timestamp_ms=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan(
     py: Python<'_>,
@@ -335,22 +214,86 @@ pub fn scan(
     threads: Option<usize>,
     catalog: bool,
     storage_options: Option<StorageOptions>,
+    version: Option<i64>,
+    timestamp_ms: Option<i64>,
 ) -> PyResult<PyScan> {
     configure_storage(&source.0, storage_options.as_ref())?;
     let opts = ScanOptions {
         predicate: r#where,
         columns,
         batch_size,
-        threads: threads.unwrap_or_else(pqindex_core::scan::default_threads),
+        threads: threads.unwrap_or_else(pqindex_core::default_threads),
         now_ns: None,
         ignore_catalog: !catalog,
+        table: TableOptions {
+            version,
+            timestamp_ms,
+            storage_options: storage_options.map(|o| o.0).unwrap_or_default(),
+        },
     };
     let paths = source.0;
     let planned = run_blocking(py, move |cancel| {
         Scan::plan(&paths, &opts, global_cache(), cancel)
     })?
     .py()?;
-    warn_skipped_indexes(py, &planned.warnings)?;
+    warn_skipped_indexes(py, planned.warnings())?;
+    Ok(PyScan::new(planned))
+}
+
+/// Plan a scan of a table snapshot planned elsewhere (an Iceberg table's, from its
+/// manifests): `files` one row per data file (see `table::files`), `schema` the table's
+/// columns with their field ids.
+#[pyfunction]
+#[pyo3(signature = (files, schema, *, root, version, index_files=Vec::new(), r#where=None, columns=None, batch_size=65536, threads=None, storage_options=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn scan_table(
+    py: Python<'_>,
+    files: Option<AnyRecordBatch>,
+    schema: pyo3_arrow::PySchema,
+    root: String,
+    version: i64,
+    index_files: Vec<String>,
+    r#where: Option<String>,
+    columns: Option<Vec<String>>,
+    batch_size: usize,
+    threads: Option<usize>,
+    storage_options: Option<StorageOptions>,
+) -> PyResult<PyScan> {
+    let batches = match files {
+        Some(f) => f
+            .into_reader()?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(arrow_to_core)
+            .py()?,
+        None => Vec::new(),
+    };
+    let mut snapshot = pqindex_core::snapshot_from_arrow(
+        pqindex_core::TableFormat::Iceberg,
+        &root,
+        version,
+        schema.into_inner(),
+        &batches,
+    )
+    .py()?;
+    snapshot.index_files = index_files;
+    if storage_options.is_some() {
+        let mut urls = vec![snapshot.root.clone()];
+        urls.extend(snapshot.files.iter().map(|f| f.path.clone()));
+        urls.extend(snapshot.index_files.iter().cloned());
+        configure_storage(&urls, storage_options.as_ref())?;
+    }
+    let opts = ScanOptions {
+        predicate: r#where,
+        columns,
+        batch_size,
+        threads: threads.unwrap_or_else(pqindex_core::default_threads),
+        ..Default::default()
+    };
+    let planned = run_blocking(py, move |cancel| {
+        Scan::plan_table(std::sync::Arc::new(snapshot), &opts, global_cache(), cancel)
+    })?
+    .py()?;
+    warn_skipped_indexes(py, planned.warnings())?;
     Ok(PyScan::new(planned))
 }
 
@@ -364,6 +307,6 @@ pub fn list_files(
 ) -> PyResult<Vec<String>> {
     configure_storage(&source.0, storage_options.as_ref())?;
     let paths = source.0;
-    let listing = run_blocking(py, move |_| pqindex_core::source::list_source(&paths))?.py()?;
+    let listing = run_blocking(py, move |_| pqindex_core::list_source(&paths))?.py()?;
     Ok(listing.files.into_iter().map(|f| f.path).collect())
 }

@@ -79,7 +79,7 @@ impl<'py> FromPyObject<'_, 'py> for StorageOptions {
 /// Configure the store of every object-store URL in `paths` with `options` (once per
 /// store). Local paths need no configuration; options given for them are refused.
 pub fn configure_storage(paths: &[String], options: Option<&StorageOptions>) -> PyResult<()> {
-    use pqindex_core::io::object;
+    use pqindex_core::storage as object;
     let Some(options) = options else {
         return Ok(());
     };
@@ -93,7 +93,7 @@ pub fn configure_storage(paths: &[String], options: Option<&StorageOptions>) -> 
             return Ok(());
         }
         return Err(crate::error::to_py_err(
-            pqindex_core::error::Error::InvalidArgument(
+            pqindex_core::Error::InvalidArgument(
                 "storage_options apply to object-store URLs (s3://, gs://, az://, https://); the source names local files".into(),
             ),
         ));
@@ -104,5 +104,5 @@ pub fn configure_storage(paths: &[String], options: Option<&StorageOptions>) -> 
 /// Whether `path` names an object in a store (`s3://`, `gs://`, ...) rather than a local file.
 #[pyfunction]
 pub fn is_object_url(path: &str) -> bool {
-    pqindex_core::io::object::is_remote(path)
+    pqindex_core::storage::is_remote(path)
 }

@@ -4,7 +4,7 @@
 use pyo3::prelude::*;
 use pyo3_arrow::input::AnyRecordBatch;
 
-use pqindex_core::write::{write as write_file, WriteOptions};
+use pqindex_core::{write as write_file, WriteOptions};
 
 use crate::error::IntoPyResult;
 use crate::runtime::run_blocking;
@@ -53,7 +53,7 @@ pub fn upload(
 ) -> PyResult<()> {
     configure_storage(std::slice::from_ref(&url), storage_options.as_ref())?;
     run_blocking(py, move |_| {
-        pqindex_core::io::object::locate(&url)?
+        pqindex_core::storage::locate(&url)?
             .upload(std::path::Path::new(&local))
             .map(|_| ())
     })?
@@ -72,9 +72,9 @@ pub fn delete_objects(
     configure_storage(&urls, storage_options.as_ref())?;
     run_blocking(py, move |_| {
         for u in &urls {
-            pqindex_core::io::object::locate(u)?.delete()?;
+            pqindex_core::storage::locate(u)?.delete()?;
         }
-        Ok::<_, pqindex_core::error::Error>(())
+        Ok::<_, pqindex_core::Error>(())
     })?
     .py()?;
     Ok(())
@@ -89,6 +89,6 @@ pub fn list_objects(
     storage_options: Option<StorageOptions>,
 ) -> PyResult<Vec<String>> {
     configure_storage(std::slice::from_ref(&url), storage_options.as_ref())?;
-    let listed = run_blocking(py, move |_| pqindex_core::io::object::locate(&url)?.list())?.py()?;
+    let listed = run_blocking(py, move |_| pqindex_core::storage::locate(&url)?.list())?.py()?;
     Ok(listed.into_iter().map(|(_, id)| id.path).collect())
 }

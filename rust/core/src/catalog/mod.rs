@@ -5,6 +5,7 @@
 //! differs from the catalog's (added, rewritten) is planned the usual way, so a stale
 //! catalog costs reads, never rows.
 
+mod evidence;
 pub mod store;
 
 use std::collections::HashMap;
@@ -18,17 +19,18 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::index::bloom::{BloomBuilder, BloomIndex};
-use crate::index::column_values::{for_each_page, leaves_named};
+use crate::index::column_values::for_each_page;
 use crate::index::locator::Granularity;
 use crate::io::{FileIdentity, IoStats, StorageFile};
+use crate::metadata::schema::file_schemas;
+use crate::metadata::schema::leaves_named;
 use crate::metadata::MetadataCache;
 use crate::predicate::bind::bind_column;
 use crate::predicate::expr::Predicate;
 use crate::predicate::value::Value;
 use crate::predicate::BindSchema;
-use crate::prune::bloom::{is_probe, leaf_may_match};
-use crate::prune::stats::{self, decode, row_group_stats, ChunkStats};
-use crate::scan::file_schemas;
+use crate::prune::parquet_bloom::{is_probe, leaf_may_match};
+use crate::prune::statistics::{self as stats, decode, row_group_stats, ChunkStats};
 use crate::source::list_source;
 
 /// A column the catalog summarises.
@@ -198,6 +200,12 @@ impl Catalog {
         Ok(Some(c))
     }
 
+    /// `open_cached` without counting its requests: for a process that reads units planned
+    /// elsewhere and wants the footers the catalog holds.
+    pub fn open_for_reading(root: &str) -> Result<Option<Arc<Catalog>>> {
+        Self::open_cached(root, &IoStats::default())
+    }
+
     /// The catalog of the dataset at `root`, if it has one.
     pub fn open(root: &str) -> Result<Option<Catalog>> {
         let root = PathBuf::from(root);
@@ -319,6 +327,43 @@ impl Catalog {
             Catalog::new(PathBuf::from(root), version, columns.to_vec(), entries),
             report,
         ))
+    }
+
+    /// Rows summarising the data files `paths` (below the dataset `root`), for a catalog
+    /// built in parallel elsewhere (Spark tasks); `write_rows` makes them a version.
+    pub fn summary_rows(
+        root: &str,
+        paths: &[String],
+        columns: &[CatalogColumn],
+        cache: &MetadataCache,
+    ) -> Result<arrow_array::RecordBatch> {
+        let entries = paths
+            .iter()
+            .map(|p| {
+                let file = StorageFile::open(p, Arc::new(IoStats::default()))?;
+                summarise(&file, &relative(root, p), columns, cache)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        store::to_batch(columns, &entries)
+    }
+
+    /// Write `rows` (from `summary_rows`) as the next version of the catalog of the
+    /// dataset at `root`.
+    pub fn write_rows(
+        root: &str,
+        columns: &[CatalogColumn],
+        rows: &[arrow_array::RecordBatch],
+    ) -> Result<(Catalog, CatalogReport)> {
+        let mut entries = Vec::new();
+        for b in rows {
+            entries.extend(store::entries_from_batch(b, columns)?);
+        }
+        Self::write_entries(root, columns, entries)
+    }
+
+    /// Forget every catalog read in this process.
+    pub fn forget_loaded() {
+        clear_loaded();
     }
 
     /// Seed `cache` with the footer of every file the catalog describes as it is now, so
@@ -589,4 +634,102 @@ pub fn summarise(
         footer: Bytes::from(footer),
         columns: summaries,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    use crate::query::scan::{Scan, ScanOptions};
+    use crate::testing::{int64s, keys, write_file, Layout};
+
+    /// Three files of 1,000 sorted keys each: 0.., 1000.., 2000...
+    fn dataset(dir: &Path) -> String {
+        for f in 0..3i64 {
+            write_file(
+                dir,
+                &format!("part-{f}.parquet"),
+                vec![("k", int64s(f * 1000..(f + 1) * 1000))],
+                Layout {
+                    row_group_size: 500,
+                    page_rows: Some(100),
+                    ..Default::default()
+                },
+            );
+        }
+        dir.to_string_lossy().into_owned()
+    }
+
+    fn columns() -> Vec<CatalogColumn> {
+        vec![CatalogColumn {
+            name: "k".into(),
+            bloom: true,
+            fpp: 0.01,
+        }]
+    }
+
+    fn scan(root: &str, predicate: &str) -> Scan {
+        let opts = ScanOptions {
+            predicate: Some(predicate.into()),
+            ..Default::default()
+        };
+        Scan::plan(
+            &[root.to_string()],
+            &opts,
+            &MetadataCache::new(1 << 24),
+            &AtomicBool::new(false),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_catalog_rules_out_files_and_hands_over_footers() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        let cache = MetadataCache::new(1 << 24);
+        let (catalog, report) = Catalog::build(&root, &columns(), &cache, &|_, _| Ok(())).unwrap();
+        assert_eq!((report.version, report.files), (1, 3));
+        assert_eq!(catalog.entries.len(), 3);
+        let s = scan(&root, "k = 1500");
+        assert_eq!(s.metric("files_pruned_by_catalog"), Some(2));
+        assert_eq!(s.metric("footers_from_catalog"), Some(1));
+        assert_eq!(keys(s.stream()), vec![1500]);
+        // An IN list keeps only the files a value may be in.
+        let s = scan(&root, "k IN (1500, 5000)");
+        assert_eq!(s.metric("files_pruned_by_catalog"), Some(2));
+    }
+
+    #[test]
+    fn a_stale_catalog_costs_reads_never_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        let cache = MetadataCache::new(1 << 24);
+        let (catalog, _) = Catalog::build(&root, &columns(), &cache, &|_, _| Ok(())).unwrap();
+        // Rewrite one file with other keys, and add one.
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        write_file(
+            dir.path(),
+            "part-0.parquet",
+            vec![("k", int64s(5000..5010))],
+            Layout::default(),
+        );
+        write_file(
+            dir.path(),
+            "part-9.parquet",
+            vec![("k", int64s(9000..9010))],
+            Layout::default(),
+        );
+        let (fresh, changed, added, removed) = catalog.freshness().unwrap();
+        assert_eq!((fresh, changed, added, removed), (2, 1, 1, 0));
+        let s = scan(&root, "k = 5005 OR k = 9009");
+        assert_eq!(keys(s.stream()), vec![5005, 9009]);
+        assert_eq!(s.metric("files_not_in_catalog"), Some(2));
+        let (refreshed, report) = catalog.refresh(&cache, &|_, _| Ok(())).unwrap();
+        assert_eq!((report.kept, report.changed, report.added), (2, 1, 1));
+        assert_eq!(refreshed.version, 2);
+        let s = scan(&root, "k = 5005");
+        assert_eq!(s.metric("files_not_in_catalog"), Some(0));
+        assert_eq!(s.metric("files_pruned_by_catalog"), Some(3));
+    }
 }

@@ -1,4 +1,4 @@
-//! The `aggregates` and `page_minmax` indexes: per unit (file, row group or page) of a
+//! The `aggregates` index (and the payload `page_minmax` shares): per unit (file, row group or page) of a
 //! column, its null count, NaN count, exact min and max, and (aggregates only) the exact
 //! sum. `pqindex.aggregate` answers from them for units where the predicate holds for
 //! every row; the planner prunes with their min/max in files that have no page index.
@@ -22,12 +22,117 @@
 
 use std::cmp::Ordering;
 
+use parquet::schema::types::ColumnDescriptor;
+
 use crate::error::Result;
+use crate::index::block::BlockReader;
 use crate::index::codec::{invalid, Decoder, Encoder};
 use crate::index::column_values::{PageValues, PlainOrder};
+use crate::index::kind::{IndexBuilder, IndexKind, IndexProbe, KindInfo, Settings};
 use crate::index::locator::Granularity;
-use crate::index::units::{decode_units, encode_units, UnitAssigner, UnitSpan};
-use crate::prune::stats::big_endian_i128;
+use crate::index::span::{decode_spans, encode_spans, Span, SpanAssigner};
+use crate::predicate::Predicate;
+use crate::prune::statistics::{big_endian_i128, decode, leaf_may_match, ChunkStats};
+
+/// The aggregates index kind: `pqindex.aggregate` answers from it, and the planner prunes
+/// pages with its bounds in files without a page index.
+#[derive(Debug)]
+pub struct Aggregates;
+
+static INFO: KindInfo = KindInfo {
+    name: "aggregates",
+    code: 5,
+    class_name: "AggregateIndex",
+    cli_flag: "aggregates",
+    doc: "Count, null count, NaN count, exact min and max and exact sum of each of columns \
+          per file, row group or page (one index per column), from which aggregate answers \
+          for the units where the predicate holds on every row.",
+    multi_column: true,
+    granularities: &[Granularity::Page, Granularity::RowGroup, Granularity::File],
+    params: &[],
+};
+
+impl IndexKind for Aggregates {
+    fn info(&self) -> &'static KindInfo {
+        &INFO
+    }
+
+    fn used_in_planning(&self, granularity: Granularity, file_has_page_index: bool) -> bool {
+        bounds_used(granularity, file_has_page_index)
+    }
+
+    fn answers(&self, _leaf: &Predicate) -> bool {
+        true
+    }
+
+    fn builder(&self, settings: &Settings) -> Box<dyn IndexBuilder> {
+        Box::new(AggregatesBuilder::new(settings.granularity, true))
+    }
+
+    fn verify(&self, payload: &[u8]) -> Result<Vec<Span>> {
+        Ok(AggregatesIndex::decode(payload)?.spans)
+    }
+
+    fn probe(&self, block: &BlockReader) -> Result<Box<dyn IndexProbe>> {
+        Ok(Box::new(AggregatesIndex::decode(&block.payload()?)?))
+    }
+}
+
+/// Page bounds from an embedded index serve files without a page index; elsewhere the
+/// ColumnIndex says the same.
+pub fn bounds_used(granularity: Granularity, file_has_page_index: bool) -> bool {
+    granularity == Granularity::Page && !file_has_page_index
+}
+
+/// Bounds and null counts per unit answer any comparison, as page statistics do.
+impl IndexProbe for AggregatesIndex {
+    fn spans(&self) -> &[Span] {
+        &self.spans
+    }
+
+    fn units(
+        &mut self,
+        leaf: &Predicate,
+        column: &ColumnDescriptor,
+        _block: &BlockReader,
+    ) -> Result<Option<Vec<u32>>> {
+        let Some(col) = leaf.column() else {
+            return Ok(None);
+        };
+        let physical = column.physical_type();
+        Ok(Some(
+            (0..self.units.len() as u32)
+                .filter(|&u| {
+                    let (span, unit) = (&self.spans[u as usize], &self.units[u as usize]);
+                    let bound = |b: &Option<Vec<u8>>| {
+                        b.as_deref()
+                            .filter(|_| col.prunable)
+                            .and_then(|b| decode(b, physical, col))
+                    };
+                    let stats = ChunkStats {
+                        min: bound(&unit.min),
+                        max: bound(&unit.max),
+                        exact: true,
+                        null_count: Some(unit.nulls),
+                        rows: span.rows,
+                        all_null: unit.nulls == span.rows,
+                    };
+                    leaf_may_match(leaf, &stats)
+                })
+                .collect(),
+        ))
+    }
+}
+
+impl IndexBuilder for AggregatesBuilder {
+    fn page(&mut self, p: &PageValues) {
+        AggregatesBuilder::page(self, p);
+    }
+
+    fn finish(self: Box<Self>) -> Vec<u8> {
+        AggregatesBuilder::finish(*self)
+    }
+}
 
 pub const PAYLOAD_VERSION: u32 = 1;
 /// Longest min or max stored; longer strings leave the unit without bounds.
@@ -138,7 +243,7 @@ struct UnitAcc {
 
 /// Builds an aggregates (with sums) or page_minmax (without) index while a column is read.
 pub struct AggregatesBuilder {
-    units: UnitAssigner,
+    units: SpanAssigner,
     with_sums: bool,
     acc: Vec<UnitAcc>,
     sum_kind: u8,
@@ -147,7 +252,7 @@ pub struct AggregatesBuilder {
 impl AggregatesBuilder {
     pub fn new(granularity: Granularity, with_sums: bool) -> Self {
         AggregatesBuilder {
-            units: UnitAssigner::new(granularity),
+            units: SpanAssigner::new(granularity),
             with_sums,
             acc: Vec::new(),
             sum_kind: 0,
@@ -224,7 +329,7 @@ impl AggregatesBuilder {
         let mut e = Encoder::default();
         e.u32(PAYLOAD_VERSION);
         e.u8(self.sum_kind);
-        encode_units(&self.units.spans, &mut e);
+        encode_spans(&self.units.spans, &mut e);
         for a in &self.acc {
             e.varint(a.nulls);
             e.varint(a.nans);
@@ -259,7 +364,7 @@ impl AggregatesBuilder {
 /// A decoded aggregates or page_minmax index.
 #[derive(Debug, Clone)]
 pub struct AggregatesIndex {
-    pub spans: Vec<UnitSpan>,
+    pub spans: Vec<Span>,
     pub units: Vec<UnitStats>,
 }
 
@@ -271,7 +376,7 @@ impl AggregatesIndex {
         if sum_kind > 2 {
             return Err(invalid(format!("aggregates sum kind {sum_kind}")));
         }
-        let spans = decode_units(&mut d)?;
+        let spans = decode_spans(&mut d)?;
         let mut units = Vec::with_capacity(spans.len());
         for span in &spans {
             let nulls = d.varint()?;

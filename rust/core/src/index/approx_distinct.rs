@@ -8,7 +8,8 @@ use crate::index::column_values::for_each_page;
 use crate::index::hash::hash_bytes;
 use crate::index::hll::{HllIndex, Sketch, DEFAULT_PRECISION};
 use crate::index::locator::locators;
-use crate::index::units::check_spans;
+use crate::index::registry;
+use crate::index::span::check_spans;
 use crate::io::{IoStats, StorageFile};
 use crate::metadata::MetadataCache;
 use crate::source::list_source;
@@ -38,13 +39,17 @@ pub fn approx_distinct(
     for f in &listing.files {
         let file = StorageFile::open(&f.path, io.clone())?;
         let (md, _) = cache.get(&file, false)?;
-        let body_end = crate::append::footer_start(&file)?;
+        let body_end = crate::metadata::footer_start(&file)?;
         let from_index = locators(md.file_metadata().key_value_metadata())
             .into_iter()
             .filter_map(|(_, l)| l.ok())
             .filter(|l| l.kind == "hll" && l.columns == [column.to_string()])
             .find_map(|l| {
-                let payload = l.read_payload(&file, body_end).ok()?;
+                let payload = registry::open_block(&file, &l, body_end)
+                    .ok()?
+                    .1
+                    .payload()
+                    .ok()?;
                 let index = HllIndex::decode(&payload).ok()?;
                 check_spans(&index.spans, &md).ok()?;
                 index.merged()

@@ -12,12 +12,102 @@
 //! false-positive rate, so it neither saturates nor wastes space.
 
 use parquet::bloom_filter::Sbbf;
+use parquet::schema::types::ColumnDescriptor;
 
 use crate::error::Result;
+use crate::index::block::BlockReader;
 use crate::index::codec::{invalid, Decoder, Encoder};
 use crate::index::column_values::PageValues;
+use crate::index::kind::{
+    IndexBuilder, IndexKind, IndexProbe, KindInfo, Param, ParamType, ParamValue, Settings,
+};
 use crate::index::locator::Granularity;
-use crate::index::units::{decode_units, encode_units, UnitAssigner, UnitSpan};
+use crate::index::span::{decode_spans, encode_spans, Span, SpanAssigner};
+use crate::predicate::Predicate;
+use crate::prune::parquet_bloom::{is_probe, leaf_may_match};
+
+/// The bloom index kind.
+#[derive(Debug)]
+pub struct Bloom;
+
+static INFO: KindInfo = KindInfo {
+    name: "bloom",
+    code: 2,
+    class_name: "BloomIndex",
+    cli_flag: "bloom",
+    doc: "Split-block bloom filters over a column per file, row group or page, each sized \
+          for the values it holds and folded to the false-positive rate fpp.",
+    multi_column: false,
+    granularities: &[Granularity::RowGroup, Granularity::File, Granularity::Page],
+    params: &[Param {
+        name: "fpp",
+        doc: "target false-positive rate of each filter",
+        ty: ParamType::Float { min: 0.0, max: 1.0 },
+        default: ParamValue::Float(0.01),
+    }],
+};
+
+impl IndexKind for Bloom {
+    fn info(&self) -> &'static KindInfo {
+        &INFO
+    }
+
+    fn used_in_planning(&self, _granularity: Granularity, _file_has_page_index: bool) -> bool {
+        true
+    }
+
+    fn answers(&self, leaf: &Predicate) -> bool {
+        is_probe(leaf)
+    }
+
+    fn builder(&self, settings: &Settings) -> Box<dyn IndexBuilder> {
+        Box::new(BloomBuilder::new(
+            settings.granularity,
+            settings.float("fpp"),
+        ))
+    }
+
+    fn verify(&self, payload: &[u8]) -> Result<Vec<Span>> {
+        Ok(BloomIndex::decode(payload)?.spans)
+    }
+
+    fn probe(&self, block: &BlockReader) -> Result<Box<dyn IndexProbe>> {
+        Ok(Box::new(BloomIndex::decode(&block.payload()?)?))
+    }
+}
+
+impl IndexProbe for BloomIndex {
+    fn spans(&self) -> &[Span] {
+        &self.spans
+    }
+
+    fn units(
+        &mut self,
+        leaf: &Predicate,
+        column: &ColumnDescriptor,
+        _block: &BlockReader,
+    ) -> Result<Option<Vec<u32>>> {
+        if !is_probe(leaf) {
+            return Ok(None);
+        }
+        let (physical, type_length) = (column.physical_type(), column.type_length());
+        Ok(Some(
+            (0..self.filters.len() as u32)
+                .filter(|&u| leaf_may_match(leaf, &self.filters[u as usize], physical, type_length))
+                .collect(),
+        ))
+    }
+}
+
+impl IndexBuilder for BloomBuilder {
+    fn page(&mut self, p: &PageValues) {
+        BloomBuilder::page(self, p);
+    }
+
+    fn finish(self: Box<Self>) -> Vec<u8> {
+        BloomBuilder::finish(*self)
+    }
+}
 
 pub const PAYLOAD_VERSION: u32 = 1;
 /// The largest bitset the Parquet format allows.
@@ -25,7 +115,7 @@ const MAX_BITSET: u32 = 128 * 1024 * 1024;
 
 /// Builds a bloom index while a column is read.
 pub struct BloomBuilder {
-    units: UnitAssigner,
+    units: SpanAssigner,
     granularity: Granularity,
     fpp: f64,
     filters: Vec<Sbbf>,
@@ -34,7 +124,7 @@ pub struct BloomBuilder {
 impl BloomBuilder {
     pub fn new(granularity: Granularity, fpp: f64) -> Self {
         BloomBuilder {
-            units: UnitAssigner::new(granularity),
+            units: SpanAssigner::new(granularity),
             granularity,
             fpp,
             filters: Vec::new(),
@@ -76,7 +166,7 @@ impl BloomBuilder {
         }
         let mut e = Encoder::default();
         e.u32(PAYLOAD_VERSION);
-        encode_units(&self.units.spans, &mut e);
+        encode_spans(&self.units.spans, &mut e);
         let mut offset = (e.len() + bitsets.len() * 12) as u64;
         for b in &bitsets {
             e.u64(offset);
@@ -92,7 +182,7 @@ impl BloomBuilder {
 
 /// A decoded bloom index.
 pub struct BloomIndex {
-    pub spans: Vec<UnitSpan>,
+    pub spans: Vec<Span>,
     pub filters: Vec<Sbbf>,
 }
 
@@ -100,7 +190,7 @@ impl BloomIndex {
     pub fn decode(payload: &[u8]) -> Result<BloomIndex> {
         let mut d = Decoder::new(payload);
         d.version(PAYLOAD_VERSION, "bloom")?;
-        let spans = decode_units(&mut d)?;
+        let spans = decode_spans(&mut d)?;
         let mut filters = Vec::with_capacity(spans.len());
         let mut locations = Vec::with_capacity(spans.len());
         for _ in &spans {

@@ -1,105 +1,17 @@
 //! Building embedded indexes over an existing file and adding them to it: each indexed
 //! column is read once, page by page, feeding every index defined on it.
 
-use crate::append::{rewrite_indexes, AppendReport, NewIndex};
-use crate::error::{Error, Result};
-use crate::index::aggregates::AggregatesBuilder;
-use crate::index::bloom::BloomBuilder;
-use crate::index::column_values::{for_each_page, PageValues};
-use crate::index::container::IndexKind;
-use crate::index::distinct::DistinctBuilder;
-use crate::index::hll::HllBuilder;
-use crate::index::locator::{Granularity, Locator};
+use crate::error::Result;
+use crate::index::column_values::for_each_page;
+use crate::index::kind::IndexBuilder;
+use crate::index::locator::Locator;
+use crate::index::rewrite::{rewrite_indexes, AppendReport, NewIndex};
+use crate::index::spec::IndexSpec;
 use crate::io::FileIdentity;
-
-/// The definition of one index: what a user asks for.
-#[derive(Debug, Clone, PartialEq)]
-pub struct IndexSpec {
-    pub kind: IndexKind,
-    pub column: String,
-    pub granularity: Granularity,
-    /// Target false-positive rate of bloom filters.
-    pub fpp: f64,
-}
-
-impl IndexSpec {
-    pub fn check(&self) -> Result<()> {
-        match self.kind {
-            IndexKind::Distinct
-            | IndexKind::Sketch
-            | IndexKind::Aggregates
-            | IndexKind::PageMinMax => Ok(()),
-            IndexKind::Bloom if self.fpp > 0.0 && self.fpp < 1.0 => Ok(()),
-            IndexKind::Bloom => Err(Error::InvalidArgument(format!(
-                "bloom fpp must be between 0 and 1 exclusive, got {}",
-                self.fpp
-            ))),
-        }
-    }
-
-    /// The granularity the built index will have (sketches are per column chunk at most).
-    pub fn stored_granularity(&self) -> Granularity {
-        match (self.kind, self.granularity) {
-            (IndexKind::Sketch, Granularity::Page) => Granularity::RowGroup,
-            // Page bounds are what old writers lack; coarser ones are in the footer.
-            (IndexKind::PageMinMax, _) => Granularity::Page,
-            (_, g) => g,
-        }
-    }
-
-    /// What identifies the index in a file: adding another with the same one replaces it.
-    pub fn identity(&self) -> (IndexKind, &str, Granularity) {
-        (self.kind, &self.column, self.stored_granularity())
-    }
-}
-
-enum Builder {
-    Bloom(BloomBuilder),
-    Distinct(DistinctBuilder),
-    Hll(HllBuilder),
-    Aggregates(AggregatesBuilder),
-}
-
-impl Builder {
-    fn new(spec: &IndexSpec) -> Builder {
-        match spec.kind {
-            IndexKind::Bloom => Builder::Bloom(BloomBuilder::new(spec.granularity, spec.fpp)),
-            IndexKind::Sketch => Builder::Hll(HllBuilder::new(spec.granularity)),
-            IndexKind::Aggregates => {
-                Builder::Aggregates(AggregatesBuilder::new(spec.granularity, true))
-            }
-            IndexKind::PageMinMax => {
-                Builder::Aggregates(AggregatesBuilder::new(Granularity::Page, false))
-            }
-            IndexKind::Distinct => Builder::Distinct(DistinctBuilder::new(spec.granularity)),
-        }
-    }
-
-    fn page(&mut self, p: &PageValues) {
-        match self {
-            Builder::Bloom(b) => b.page(p),
-            Builder::Distinct(b) => b.page(p),
-            Builder::Hll(b) => b.page(p),
-            Builder::Aggregates(b) => b.page(p),
-        }
-    }
-
-    fn finish(self) -> Vec<u8> {
-        match self {
-            Builder::Bloom(b) => b.finish(),
-            Builder::Distinct(b) => b.finish(),
-            Builder::Hll(b) => b.finish(),
-            Builder::Aggregates(b) => b.finish(),
-        }
-    }
-}
 
 /// Build the indexes `specs` define over the file at `path`, with the identity of the file
 /// they describe.
 pub fn build_indexes(path: &str, specs: &[IndexSpec]) -> Result<(FileIdentity, Vec<NewIndex>)> {
-    for s in specs {
-        s.check()?;
-    }
     // A file holds one index per identity: of definitions sharing one, the last wins.
     let specs: Vec<&IndexSpec> = specs
         .iter()
@@ -122,7 +34,8 @@ pub fn build_indexes(path: &str, specs: &[IndexSpec]) -> Result<(FileIdentity, V
             .copied()
             .filter(|s| s.column == column)
             .collect();
-        let mut builders: Vec<Builder> = defs.iter().map(|s| Builder::new(s)).collect();
+        let mut builders: Vec<Box<dyn IndexBuilder>> =
+            defs.iter().map(|s| s.kind.builder(&s.settings)).collect();
         for_each_page(path, column, &mut |p| {
             for b in &mut builders {
                 b.page(p);
@@ -131,7 +44,7 @@ pub fn build_indexes(path: &str, specs: &[IndexSpec]) -> Result<(FileIdentity, V
         })?;
         for (spec, b) in defs.into_iter().zip(builders) {
             out.push(NewIndex {
-                kind: spec.kind,
+                kind: spec.kind.info(),
                 columns: vec![spec.column.clone()],
                 granularity: spec.stored_granularity(),
                 payload: b.finish(),
@@ -165,71 +78,44 @@ pub fn drop_indexes(path: &str, drop: &dyn Fn(&Locator) -> bool) -> Result<Appen
 mod tests {
     use super::*;
     use std::path::Path;
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
 
-    use arrow_array::{Int64Array, RecordBatch, RecordBatchIterator, StringArray};
-    use arrow_schema::{DataType, Field, Schema};
-
-    use crate::append::list_indexes;
-    use crate::metadata::MetadataCache;
-    use crate::scan::{Scan, ScanOptions};
-    use crate::testing::keys;
+    use crate::index::locator::Granularity;
+    use crate::index::rewrite::list_indexes;
+    use crate::query::scan::Scan;
+    use crate::testing::{self, int64s, scan_keys, strings, Layout};
 
     /// 20,000 rows; `u` is unsorted (a permutation), `s` nullable strings.
     fn write_file(dir: &Path) -> String {
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("k", DataType::Int64, false),
-            Field::new("u", DataType::Int64, false),
-            Field::new("s", DataType::Utf8, true),
-        ]));
         let n = 20_000i64;
-        let batch = RecordBatch::try_new(
-            schema.clone(),
+        testing::write_file(
+            dir,
+            "t.parquet",
             vec![
-                Arc::new(Int64Array::from_iter_values(0..n)),
-                Arc::new(Int64Array::from_iter_values((0..n).map(|i| (i * 7919) % n))),
-                Arc::new(StringArray::from_iter(
-                    (0..n).map(|i| (i % 3 != 0).then(|| format!("s{}", (i * 31) % 5000))),
-                )),
+                ("k", int64s(0..n)),
+                ("u", int64s((0..n).map(|i| (i * 7919) % n))),
+                (
+                    "s",
+                    strings((0..n).map(|i| (i % 3 != 0).then(|| format!("s{}", (i * 31) % 5000)))),
+                ),
             ],
+            Layout {
+                row_group_size: 5000,
+                page_rows: Some(500),
+                ..Default::default()
+            },
         )
-        .unwrap();
-        let path = dir.join("t.parquet").to_string_lossy().into_owned();
-        let opts = crate::write::WriteOptions {
-            row_group_size: 5000,
-            page_row_limit: Some(500),
-            ..Default::default()
-        };
-        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
-        crate::write::write(Box::new(reader), &path, &opts).unwrap();
-        path
     }
 
     fn scan(path: &str, predicate: &str) -> (Vec<i64>, Scan) {
-        let opts = ScanOptions {
-            predicate: Some(predicate.into()),
-            columns: Some(vec!["k".into()]),
-            ..Default::default()
-        };
-        let cache = MetadataCache::new(1 << 24);
-        let s = Scan::plan(&[path.to_string()], &opts, &cache, &AtomicBool::new(false)).unwrap();
-        let mut rows = keys(s.stream());
-        rows.sort_unstable();
-        (rows, s)
+        scan_keys(path, predicate)
     }
 
     fn metric(s: &Scan, key: &str) -> u64 {
-        s.metrics().iter().find(|(k, _)| *k == key).unwrap().1
+        s.metric(key).unwrap()
     }
 
-    fn spec(kind: IndexKind, column: &str, granularity: Granularity) -> IndexSpec {
-        IndexSpec {
-            kind,
-            column: column.into(),
-            granularity,
-            fpp: 0.01,
-        }
+    fn spec(kind: &str, column: &str, granularity: Granularity) -> IndexSpec {
+        IndexSpec::new(kind, column, Some(granularity), &[]).unwrap()
     }
 
     #[test]
@@ -257,8 +143,8 @@ mod tests {
             .collect();
         for granularity in [Granularity::File, Granularity::RowGroup, Granularity::Page] {
             let specs = [
-                spec(IndexKind::Distinct, "u", granularity),
-                spec(IndexKind::Bloom, "s", granularity),
+                spec("distinct", "u", granularity),
+                spec("bloom", "s", granularity),
             ];
             add_indexes(&path, &specs).unwrap();
             for (q, (rows, selected)) in queries.iter().zip(&before) {
@@ -283,7 +169,7 @@ mod tests {
         // Granularities coexist; re-adding one replaces it.
         let listed = list_indexes(&path).unwrap();
         assert_eq!(listed.len(), 6);
-        add_indexes(&path, &[spec(IndexKind::Distinct, "u", Granularity::Page)]).unwrap();
+        add_indexes(&path, &[spec("distinct", "u", Granularity::Page)]).unwrap();
         assert_eq!(list_indexes(&path).unwrap().len(), 6);
     }
 
@@ -294,8 +180,8 @@ mod tests {
         let r = add_indexes(
             &path,
             &[
-                spec(IndexKind::Distinct, "u", Granularity::Page),
-                spec(IndexKind::Bloom, "u", Granularity::Page),
+                spec("distinct", "u", Granularity::Page),
+                spec("bloom", "u", Granularity::Page),
             ],
         )
         .unwrap();
@@ -318,32 +204,25 @@ mod tests {
     fn an_index_from_another_file_is_not_used() {
         let dir = tempfile::tempdir().unwrap();
         let path = write_file(dir.path());
-        let specs = [spec(IndexKind::Distinct, "u", Granularity::Page)];
+        let specs = [spec("distinct", "u", Granularity::Page)];
         let (_, built) = build_indexes(&path, &specs).unwrap();
         // Rewrite the file with other row groups, then embed the stale index.
-        let schema = Arc::new(Schema::new(vec![
-            Field::new("k", DataType::Int64, false),
-            Field::new("u", DataType::Int64, false),
-            Field::new("s", DataType::Utf8, true),
-        ]));
-        let batch = RecordBatch::try_new(
-            schema.clone(),
+        let dir2 = tempfile::tempdir().unwrap();
+        let other = testing::write_file(
+            dir2.path(),
+            "t.parquet",
             vec![
-                Arc::new(Int64Array::from_iter_values(0..30_000)),
-                Arc::new(Int64Array::from_iter_values(0..30_000)),
-                Arc::new(StringArray::from_iter_values(
-                    (0..30_000).map(|i| format!("{i}")),
-                )),
+                ("k", int64s(0..30_000)),
+                ("u", int64s(0..30_000)),
+                ("s", strings((0..30_000).map(|i| Some(format!("{i}"))))),
             ],
-        )
-        .unwrap();
-        let opts = crate::write::WriteOptions {
-            row_group_size: 7000,
-            page_row_limit: Some(700),
-            ..Default::default()
-        };
-        let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
-        crate::write::write(Box::new(reader), &path, &opts).unwrap();
+            Layout {
+                row_group_size: 7000,
+                page_rows: Some(700),
+                ..Default::default()
+            },
+        );
+        std::fs::rename(&other, &path).unwrap();
         rewrite_indexes(&path, built, &|_| false, None).unwrap();
         let (rows, s) = scan(&path, "u = 25000");
         assert_eq!(rows, vec![25000]);

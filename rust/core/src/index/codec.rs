@@ -30,9 +30,6 @@ impl Encoder {
     pub fn len(&self) -> usize {
         self.bytes.len()
     }
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
 }
 
 /// Reads what `Encoder` wrote, failing cleanly on short or malformed input.

@@ -13,6 +13,7 @@ use parquet::file::serialized_reader::{ReadOptionsBuilder, SerializedFileReader}
 
 use crate::error::{panic_message, Error, Result};
 use crate::io::{IoStats, StorageFile};
+use crate::metadata::schema::leaves_named;
 
 /// One data page of the column.
 pub struct PageValues<'a> {
@@ -184,14 +185,6 @@ pub fn for_each_page(
             ),
         )),
     }
-}
-
-/// The leaf columns whose dotted path is `name`: index locators name columns that way, so
-/// an index is only built or used when exactly one leaf answers to its name.
-pub fn leaves_named(descr: &parquet::schema::types::SchemaDescriptor, name: &str) -> Vec<usize> {
-    (0..descr.num_columns())
-        .filter(|&i| descr.column(i).path().string() == name)
-        .collect()
 }
 
 /// Rows per data page, from the OffsetIndex when present, else from the page headers;

@@ -19,61 +19,12 @@ pub const BLOCK_VERSION: u16 = 1;
 pub const HEADER_LEN: usize = 4 + 2 + 2 + 8;
 pub const CHECKSUM_LEN: usize = 4;
 
-/// The kinds of index a block may hold. The number is stored in the block; the name in the
-/// footer locator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum IndexKind {
-    Distinct,
-    Bloom,
-    PageMinMax,
-    Sketch,
-    Aggregates,
-}
-
-impl IndexKind {
-    pub const ALL: [IndexKind; 5] = [
-        IndexKind::Distinct,
-        IndexKind::Bloom,
-        IndexKind::PageMinMax,
-        IndexKind::Sketch,
-        IndexKind::Aggregates,
-    ];
-
-    pub fn code(self) -> u16 {
-        match self {
-            IndexKind::Distinct => 1,
-            IndexKind::Bloom => 2,
-            IndexKind::PageMinMax => 3,
-            IndexKind::Sketch => 4,
-            IndexKind::Aggregates => 5,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            IndexKind::Distinct => "distinct",
-            IndexKind::Bloom => "bloom",
-            IndexKind::PageMinMax => "page_minmax",
-            IndexKind::Sketch => "hll",
-            IndexKind::Aggregates => "aggregates",
-        }
-    }
-
-    pub fn from_code(code: u16) -> Option<IndexKind> {
-        Self::ALL.into_iter().find(|k| k.code() == code)
-    }
-
-    pub fn from_name(name: &str) -> Option<IndexKind> {
-        Self::ALL.into_iter().find(|k| k.name() == name)
-    }
-}
-
-/// A whole block for `payload`.
-pub fn encode_block(kind: IndexKind, payload: &[u8]) -> Vec<u8> {
+/// A whole block for `payload` of the kind with block code `code`.
+pub fn encode_block(code: u16, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len() + CHECKSUM_LEN);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&BLOCK_VERSION.to_le_bytes());
-    out.extend_from_slice(&kind.code().to_le_bytes());
+    out.extend_from_slice(&code.to_le_bytes());
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     out.extend_from_slice(payload);
     let crc = crc32c::crc32c(&out);
@@ -92,9 +43,10 @@ fn invalid(reason: impl Into<String>) -> Error {
 }
 
 /// The payload of `block`, after checking everything the block says about itself against
-/// `expected`. Lengths read from the bytes are checked against the bytes present before any
-/// use, so a hostile length cannot cause a large allocation or an out-of-bounds read.
-pub fn decode_block(block: &[u8], expected: IndexKind) -> Result<&[u8]> {
+/// the kind expected (block code `code`, named `name`). Lengths read from the bytes are
+/// checked against the bytes present before any use, so a hostile length cannot cause a
+/// large allocation or an out-of-bounds read.
+pub fn decode_block<'b>(block: &'b [u8], code: u16, name: &str) -> Result<&'b [u8]> {
     if block.len() < HEADER_LEN + CHECKSUM_LEN {
         return Err(invalid(format!(
             "block of {} bytes is truncated",
@@ -110,17 +62,11 @@ pub fn decode_block(block: &[u8], expected: IndexKind) -> Result<&[u8]> {
             "block version {version} (this pqindex reads version {BLOCK_VERSION})"
         )));
     }
-    let code = u16::from_le_bytes([block[6], block[7]]);
-    match IndexKind::from_code(code) {
-        Some(kind) if kind == expected => {}
-        Some(kind) => {
-            return Err(invalid(format!(
-                "block holds a {} index, expected {}",
-                kind.name(),
-                expected.name()
-            )))
-        }
-        None => return Err(invalid(format!("unknown index kind {code}"))),
+    let stored = u16::from_le_bytes([block[6], block[7]]);
+    if stored != code {
+        return Err(invalid(format!(
+            "block holds an index of kind code {stored}, expected a {name} index (code {code})"
+        )));
     }
     let declared = u64::from_le_bytes(block[8..16].try_into().expect("8 bytes"));
     let available = (block.len() - HEADER_LEN - CHECKSUM_LEN) as u64;
@@ -144,38 +90,35 @@ mod tests {
 
     #[test]
     fn blocks_round_trip() {
-        let block = encode_block(IndexKind::Bloom, b"payload");
+        let block = encode_block(2, b"payload");
         assert_eq!(block.len(), HEADER_LEN + 7 + CHECKSUM_LEN);
-        assert_eq!(decode_block(&block, IndexKind::Bloom).unwrap(), b"payload");
-        assert!(decode_block(&block, IndexKind::Distinct).is_err());
+        assert_eq!(decode_block(&block, 2, "bloom").unwrap(), b"payload");
+        assert!(decode_block(&block, 1, "distinct").is_err());
     }
 
     #[test]
     fn damage_is_detected() {
-        let block = encode_block(IndexKind::Sketch, &[7u8; 100]);
+        let block = encode_block(4, &[7u8; 100]);
         for i in 0..block.len() {
             let mut bad = block.clone();
             bad[i] ^= 0x40;
             assert!(
-                matches!(
-                    decode_block(&bad, IndexKind::Sketch),
-                    Err(Error::InvalidIndex(_))
-                ),
+                matches!(decode_block(&bad, 4, "hll"), Err(Error::InvalidIndex(_))),
                 "flip at {i}"
             );
         }
         for n in 0..block.len() {
-            assert!(decode_block(&block[..n], IndexKind::Sketch).is_err());
+            assert!(decode_block(&block[..n], 4, "hll").is_err());
         }
         let mut huge = block.clone();
         huge[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(decode_block(&huge, IndexKind::Sketch).is_err());
+        assert!(decode_block(&huge, 4, "hll").is_err());
     }
 
     proptest! {
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
-            let _ = decode_block(&bytes, IndexKind::Distinct);
+            let _ = decode_block(&bytes, 1, "distinct");
         }
     }
 }

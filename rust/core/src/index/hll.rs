@@ -14,11 +14,74 @@
 //! error of an estimate is 1.04 / sqrt(2^p): 0.81 % at the default p = 14.
 
 use crate::error::Result;
+use crate::index::block::BlockReader;
 use crate::index::codec::{invalid, Decoder, Encoder};
 use crate::index::column_values::PageValues;
 use crate::index::hash::hash_bytes;
+use crate::index::kind::{IndexBuilder, IndexKind, IndexProbe, KindInfo, Settings};
 use crate::index::locator::Granularity;
-use crate::index::units::{decode_units, encode_units, UnitAssigner, UnitSpan};
+use crate::index::span::{decode_spans, encode_spans, Span, SpanAssigner};
+use crate::predicate::Predicate;
+
+/// The hll (HyperLogLog sketch) index kind: used by `approx_distinct`, not by planning.
+#[derive(Debug)]
+pub struct Hll;
+
+static INFO: KindInfo = KindInfo {
+    name: "hll",
+    code: 4,
+    class_name: "HllIndex",
+    cli_flag: "hll",
+    doc: "A HyperLogLog sketch of a column per column chunk (2^14 registers: 0.81 % \
+          standard error), which approx_distinct merges across files.",
+    multi_column: false,
+    granularities: &[Granularity::RowGroup],
+    params: &[],
+};
+
+impl IndexKind for Hll {
+    fn info(&self) -> &'static KindInfo {
+        &INFO
+    }
+
+    /// A sketch per page would cost more than the page's values are worth.
+    fn stored_granularity(&self, requested: Granularity) -> Granularity {
+        match requested {
+            Granularity::Page => Granularity::RowGroup,
+            g => g,
+        }
+    }
+
+    fn used_in_planning(&self, _granularity: Granularity, _file_has_page_index: bool) -> bool {
+        false
+    }
+
+    fn answers(&self, _leaf: &Predicate) -> bool {
+        false
+    }
+
+    fn builder(&self, settings: &Settings) -> Box<dyn IndexBuilder> {
+        Box::new(HllBuilder::new(settings.granularity))
+    }
+
+    fn verify(&self, payload: &[u8]) -> Result<Vec<Span>> {
+        Ok(HllIndex::decode(payload)?.spans)
+    }
+
+    fn probe(&self, _block: &BlockReader) -> Result<Box<dyn IndexProbe>> {
+        Err(invalid("hll sketches do not answer predicates"))
+    }
+}
+
+impl IndexBuilder for HllBuilder {
+    fn page(&mut self, p: &PageValues) {
+        HllBuilder::page(self, p);
+    }
+
+    fn finish(self: Box<Self>) -> Vec<u8> {
+        HllBuilder::finish(*self)
+    }
+}
 
 pub const PAYLOAD_VERSION: u32 = 1;
 pub const DEFAULT_PRECISION: u32 = 14;
@@ -94,7 +157,7 @@ impl Sketch {
 
 /// Builds an hll index while a column is read.
 pub struct HllBuilder {
-    units: UnitAssigner,
+    units: SpanAssigner,
     sketches: Vec<Sketch>,
     precision: u32,
 }
@@ -107,7 +170,7 @@ impl HllBuilder {
             g => g,
         };
         HllBuilder {
-            units: UnitAssigner::new(granularity),
+            units: SpanAssigner::new(granularity),
             sketches: Vec::new(),
             precision: DEFAULT_PRECISION,
         }
@@ -134,7 +197,7 @@ impl HllBuilder {
         let mut e = Encoder::default();
         e.u32(PAYLOAD_VERSION);
         e.u32(self.precision);
-        encode_units(&self.units.spans, &mut e);
+        encode_spans(&self.units.spans, &mut e);
         for s in &self.sketches {
             e.bytes.extend_from_slice(&s.registers);
         }
@@ -144,7 +207,7 @@ impl HllBuilder {
 
 /// A decoded hll index.
 pub struct HllIndex {
-    pub spans: Vec<UnitSpan>,
+    pub spans: Vec<Span>,
     pub sketches: Vec<Sketch>,
 }
 
@@ -156,7 +219,7 @@ impl HllIndex {
         if !(4..=18).contains(&p) {
             return Err(invalid(format!("hll precision {p}")));
         }
-        let spans = decode_units(&mut d)?;
+        let spans = decode_spans(&mut d)?;
         let mut sketches = Vec::with_capacity(spans.len());
         for _ in &spans {
             let registers = d.take(1 << p)?.to_vec();

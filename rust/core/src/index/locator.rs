@@ -6,8 +6,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::index::container::{block_checksum, decode_block, IndexKind, BLOCK_VERSION};
-use crate::io::StorageFile;
 
 pub const KEY_PREFIX: &str = "pqindex.index.";
 
@@ -18,6 +16,23 @@ pub enum Granularity {
     File,
     RowGroup,
     Page,
+}
+
+impl Granularity {
+    pub const ALL: [Granularity; 3] = [Granularity::File, Granularity::RowGroup, Granularity::Page];
+
+    /// The name users write (`"row_group"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Granularity::File => "file",
+            Granularity::RowGroup => "row_group",
+            Granularity::Page => "page",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Granularity> {
+        Self::ALL.into_iter().find(|g| g.name() == name)
+    }
 }
 
 /// Where one index block is and what it holds.
@@ -44,32 +59,6 @@ impl Locator {
 
     pub fn from_json(text: &str) -> Result<Locator> {
         serde_json::from_str(text).map_err(|e| Error::InvalidIndex(format!("bad locator: {e}")))
-    }
-
-    /// Read and check the block this locator names; `body_end` is where the footer starts.
-    pub fn read_payload(&self, file: &StorageFile, body_end: u64) -> Result<Vec<u8>> {
-        let kind = IndexKind::from_name(&self.kind)
-            .ok_or_else(|| Error::InvalidIndex(format!("unknown index kind {:?}", self.kind)))?;
-        if self.version != BLOCK_VERSION {
-            return Err(Error::InvalidIndex(format!(
-                "index version {} (this pqindex reads version {BLOCK_VERSION})",
-                self.version
-            )));
-        }
-        let end = self.offset.checked_add(self.length);
-        if end.is_none_or(|e| e > body_end) {
-            return Err(Error::InvalidIndex(format!(
-                "block at {}+{} lies outside the file body",
-                self.offset, self.length
-            )));
-        }
-        let block = file.read_range(self.offset, self.length as usize)?;
-        if block_checksum(&block) != Some(self.checksum) {
-            return Err(Error::InvalidIndex(
-                "block checksum differs from its locator".into(),
-            ));
-        }
-        Ok(decode_block(&block, kind)?.to_vec())
     }
 }
 

@@ -1,17 +1,24 @@
 //! Embedded user-defined indexes: blocks in the file body, located by footer entries, one
-//! file per kind, plus building them over existing files and probing them while planning.
+//! file per kind, plus building them over existing files, the evidence they give planning,
+//! and the rewrite of a file's index area.
 
 pub mod aggregates;
 pub mod approx_distinct;
+pub mod block;
 pub mod bloom;
 pub mod build;
 pub mod codec;
 pub mod column_values;
 pub mod container;
 pub mod distinct;
+pub mod evidence;
 pub mod hash;
 pub mod hll;
+pub mod kind;
 pub mod locator;
-pub mod probe;
-pub mod units;
+pub mod minmax;
+pub mod registry;
+pub mod rewrite;
+pub mod span;
+pub mod spec;
 pub mod verify;

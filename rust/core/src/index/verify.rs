@@ -6,17 +6,13 @@ use std::sync::Arc;
 use parquet::file::metadata::ParquetMetaData;
 
 use crate::error::Result;
-use crate::index::aggregates::AggregatesIndex;
-use crate::index::bloom::BloomIndex;
 use crate::index::codec::invalid;
-use crate::index::column_values::leaves_named;
-use crate::index::container::IndexKind;
-use crate::index::distinct;
-use crate::index::hll::HllIndex;
 use crate::index::locator::{locators, Locator};
-use crate::index::units::{check_spans, UnitSpan};
+use crate::index::registry;
+use crate::index::span::check_spans;
 use crate::io::{IoStats, StorageFile};
 use crate::metadata::read_footer;
+use crate::metadata::schema::leaves_named;
 
 /// The outcome of checking one footer entry.
 pub struct Checked {
@@ -29,7 +25,7 @@ pub struct Checked {
 pub fn verify(path: &str) -> Result<Vec<Checked>> {
     let file = StorageFile::open(path, Arc::new(IoStats::default()))?;
     let md = read_footer(&file)?;
-    let body_end = crate::append::footer_start(&file)?;
+    let body_end = crate::metadata::footer_start(&file)?;
     Ok(locators(md.file_metadata().key_value_metadata())
         .into_iter()
         .map(|(key, parsed)| match parsed {
@@ -51,16 +47,8 @@ pub fn verify(path: &str) -> Result<Vec<Checked>> {
 }
 
 fn check(file: &StorageFile, md: &ParquetMetaData, l: &Locator, body_end: u64) -> Result<()> {
-    let payload = l.read_payload(file, body_end)?;
-    let spans: Vec<UnitSpan> = match IndexKind::from_name(&l.kind) {
-        Some(IndexKind::Bloom) => BloomIndex::decode(&payload)?.spans,
-        Some(IndexKind::Distinct) => distinct::check_all(&payload)?.spans,
-        Some(IndexKind::Sketch) => HllIndex::decode(&payload)?.spans,
-        Some(IndexKind::Aggregates | IndexKind::PageMinMax) => {
-            AggregatesIndex::decode(&payload)?.spans
-        }
-        None => return Err(invalid(format!("unknown index kind {:?}", l.kind))),
-    };
+    let (kind, block) = registry::open_block(file, l, body_end)?;
+    let spans = kind.verify(&block.payload()?)?;
     check_spans(&spans, md)?;
     let descr = md.file_metadata().schema_descr();
     match &l.columns[..] {

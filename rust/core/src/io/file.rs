@@ -38,6 +38,54 @@ pub struct StorageFile {
     buffers: Arc<RwLock<Vec<(u64, Bytes)>>>,
 }
 
+/// An open file without its buffers: what a plan keeps so that reading later reads the
+/// version it planned, even if the path was renamed over meanwhile (an atomic replace by
+/// `add_indexes`, say). A local file keeps its descriptor; an object its identity, every
+/// read of which names the planned ETag.
+#[derive(Debug, Clone)]
+pub struct FileHandle {
+    backend: Backend,
+    identity: Arc<FileIdentity>,
+}
+
+impl FileHandle {
+    /// A reader of the planned version, counting into `stats`. A file replaced by rename
+    /// since is still read through the handle as it was (its change time moves when it
+    /// loses its name, its bytes do not); one written over in place (another size or
+    /// modification time) is `FileChanged`: its old bytes are gone.
+    pub fn reader(&self, stats: Arc<IoStats>) -> Result<StorageFile> {
+        if let Backend::Local(file) = &self.backend {
+            let md = file
+                .metadata()
+                .map_err(|e| Error::io(&self.identity.path, e))?;
+            let now = FileIdentity::of_metadata(&self.identity.path, &md);
+            let what = if now.size != self.identity.size {
+                Some("size")
+            } else if now.mtime_ns != self.identity.mtime_ns {
+                Some("modification time")
+            } else {
+                None
+            };
+            if let Some(what) = what {
+                return Err(Error::FileChanged {
+                    path: self.identity.path.clone(),
+                    what: what.to_string(),
+                });
+            }
+        }
+        Ok(StorageFile {
+            backend: self.backend.clone(),
+            identity: self.identity.clone(),
+            stats,
+            buffers: Arc::new(RwLock::new(Vec::new())),
+        })
+    }
+
+    pub fn identity(&self) -> &FileIdentity {
+        &self.identity
+    }
+}
+
 /// Local reads closer than this are merged: a page header or index block a few KB past a
 /// read is cheaper to take along than to ask for again.
 const LOCAL_GAP: u64 = 64 * 1024;
@@ -121,6 +169,14 @@ impl StorageFile {
 
     pub fn identity(&self) -> &Arc<FileIdentity> {
         &self.identity
+    }
+
+    /// A handle on this version of the file, for reading it again later.
+    pub fn handle(&self) -> FileHandle {
+        FileHandle {
+            backend: self.backend.clone(),
+            identity: self.identity.clone(),
+        }
     }
 
     pub fn path(&self) -> &str {
@@ -335,6 +391,15 @@ impl Read for SequentialRead {
         self.pos += n as u64;
         Ok(n)
     }
+}
+
+/// A hidden name beside `target`, so readers of the directory never see a partial file.
+pub(crate) fn temp_path(target: &std::path::Path) -> std::path::PathBuf {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out.parquet".into());
+    target.with_file_name(format!(".{name}.{}.pqindex-tmp", std::process::id()))
 }
 
 #[cfg(test)]

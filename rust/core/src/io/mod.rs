@@ -7,5 +7,5 @@ pub mod identity;
 pub mod object;
 pub mod range_cache;
 
-pub use file::StorageFile;
+pub use file::{FileHandle, StorageFile};
 pub use identity::{FileIdentity, IoStats};

@@ -210,28 +210,64 @@ fn seconds(key: &str, value: &str) -> Result<Duration> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// Storage options split into pqindex's own (read settings, retries) and the ones passed
+/// to the store's builder (lower-cased object_store keys).
+pub(crate) struct SplitOptions {
+    pub settings: ReadSettings,
+    pub max_retries: usize,
+    pub retry_timeout: Duration,
+    pub passed: Vec<(String, String)>,
+}
+
+impl SplitOptions {
+    pub(crate) fn of(options: &[(String, String)]) -> Result<SplitOptions> {
+        let mut out = SplitOptions {
+            settings: ReadSettings::default(),
+            max_retries: 5,
+            retry_timeout: Duration::from_secs(60),
+            passed: Vec::new(),
+        };
+        for (k, v) in options {
+            let key = k.to_ascii_lowercase();
+            let number = || v.parse::<u64>().map_err(|e| option_error(k, v, e));
+            let settings = &mut out.settings;
+            match key.as_str() {
+                "max_in_flight" => settings.max_in_flight = number()?.clamp(1, 1024) as usize,
+                "coalesce_gap" => settings.coalesce_gap = number()?,
+                "footer_hint" => settings.footer_hint = number()?.max(8),
+                "max_retries" => out.max_retries = number()? as usize,
+                "retry_timeout" => out.retry_timeout = seconds(k, v)?,
+                "list_cache_ttl" => settings.list_cache_ttl = seconds(k, v)?,
+                "data_cache_size" => settings.data_cache_size = number()?,
+                _ => out.passed.push((key, v.clone())),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether the caller named a plain-HTTP endpoint (MinIO, a local test server): then
+    /// HTTP is what they asked for.
+    pub(crate) fn http_endpoint(&self) -> bool {
+        self.passed
+            .iter()
+            .find(|(k, _)| k.contains("endpoint") && !k.contains("sts"))
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok())
+            .is_some_and(|e| e.starts_with("http://"))
+    }
+}
+
 fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
-    let mut settings = ReadSettings::default();
-    let mut retry = RetryConfig {
-        max_retries: 5,
-        retry_timeout: Duration::from_secs(60),
+    let split = SplitOptions::of(options)?;
+    let retry = RetryConfig {
+        max_retries: split.max_retries,
+        retry_timeout: split.retry_timeout,
         ..RetryConfig::default()
     };
-    let mut passed: Vec<(String, String)> = Vec::new();
-    for (k, v) in options {
-        let key = k.to_ascii_lowercase();
-        let number = || v.parse::<u64>().map_err(|e| option_error(k, v, e));
-        match key.as_str() {
-            "max_in_flight" => settings.max_in_flight = number()?.clamp(1, 1024) as usize,
-            "coalesce_gap" => settings.coalesce_gap = number()?,
-            "footer_hint" => settings.footer_hint = number()?.max(8),
-            "max_retries" => retry.max_retries = number()? as usize,
-            "retry_timeout" => retry.retry_timeout = seconds(k, v)?,
-            "list_cache_ttl" => settings.list_cache_ttl = seconds(k, v)?,
-            "data_cache_size" => settings.data_cache_size = number()?,
-            _ => passed.push((key, v.clone())),
-        }
-    }
+    let http_endpoint = split.http_endpoint();
+    let SplitOptions {
+        settings, passed, ..
+    } = split;
     let (scheme, _) =
         ObjectStoreScheme::parse(url).map_err(|e| Error::InvalidArgument(format!("{url}: {e}")))?;
     let unknown = |k: &str| {
@@ -247,14 +283,7 @@ fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
                 let key = k.parse().map_err(|_| unknown(k))?;
                 b = b.with_config(key, v);
             }
-            // A plain-HTTP endpoint (MinIO, a local test server) is what the caller asked
-            // for by naming it.
-            let endpoint = passed
-                .iter()
-                .find(|(k, _)| k.contains("endpoint") && !k.contains("sts"))
-                .map(|(_, v)| v.clone())
-                .or_else(|| std::env::var("AWS_ENDPOINT_URL").ok());
-            if endpoint.is_some_and(|e| e.starts_with("http://")) {
+            if http_endpoint {
                 b = b.with_allow_http(true);
             }
             Arc::new(b.with_retry(retry).build().map_err(store_error(url))?)

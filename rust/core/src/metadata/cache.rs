@@ -115,7 +115,7 @@ impl MetadataCache {
         let page_index = page_index
             || (file.is_remote()
                 && !has_index
-                && crate::prune::fetch::page_index_ranges(&metadata)
+                && crate::metadata::page_index::page_index_ranges(&metadata)
                     .iter()
                     .all(|r| file.is_buffered(r.clone())));
         let (metadata, has_index) = if page_index && !has_index {

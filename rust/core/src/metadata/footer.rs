@@ -13,6 +13,15 @@ use crate::io::StorageFile;
 
 const MAGIC: &[u8; 4] = b"PAR1";
 
+/// Where the footer (Thrift metadata, its length and the magic) begins.
+pub fn footer_start(file: &StorageFile) -> Result<u64> {
+    let size = file.identity().size;
+    let tail = file.read_range(size - 8, 8)?;
+    let len = u64::from(u32::from_le_bytes(tail[..4].try_into().expect("4 bytes")));
+    size.checked_sub(8 + len)
+        .ok_or_else(|| Error::invalid_file(file.path(), "footer length exceeds the file"))
+}
+
 /// Read and parse the footer of `file` (without the page index).
 pub fn read_footer(file: &StorageFile) -> Result<ParquetMetaData> {
     let path = file.path();

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use arrow_array::builder::{BooleanBuilder, Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{Field, Schema};
+use parquet::basic::{LogicalType, TimeUnit};
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::page_index::column_index::ColumnIndexMetaData;
 use parquet::file::statistics::Statistics;
@@ -102,11 +103,7 @@ pub fn columns(md: &ParquetMetaData) -> Result<RecordBatch> {
             rg_b.append_value(r as i64);
             col_b.append_value(c.column_path().string());
             phys_b.append_value(c.column_type().to_string());
-            logical_b.append_option(
-                c.column_descr()
-                    .logical_type_ref()
-                    .map(|l| format!("{l:?}")),
-            );
+            logical_b.append_option(c.column_descr().logical_type_ref().map(logical_type_name));
             comp_b.append_value(c.compression().to_string());
             let encs: Vec<String> = c.encodings().map(|e| e.to_string()).collect();
             enc_b.append_value(encs.join(","));
@@ -167,6 +164,38 @@ fn page_text(ci: &ColumnIndexMetaData, page: usize, min: bool) -> Option<String>
             pick!(x).map(text)
         }
         _ => None,
+    }
+}
+
+/// A logical type as the Parquet specification writes it: `DECIMAL(15,2)`,
+/// `TIMESTAMP(MICROS,true)`, `INT(16,false)`.
+pub fn logical_type_name(l: &LogicalType) -> String {
+    let unit = |u: &TimeUnit| match u {
+        TimeUnit::MILLIS => "MILLIS",
+        TimeUnit::MICROS => "MICROS",
+        TimeUnit::NANOS => "NANOS",
+    };
+    match l {
+        LogicalType::String => "STRING".into(),
+        LogicalType::Map => "MAP".into(),
+        LogicalType::List => "LIST".into(),
+        LogicalType::Enum => "ENUM".into(),
+        LogicalType::Decimal(d) => format!("DECIMAL({},{})", d.precision, d.scale),
+        LogicalType::Date => "DATE".into(),
+        LogicalType::Time(t) => format!("TIME({},{})", unit(&t.unit), t.is_adjusted_to_u_t_c),
+        LogicalType::Timestamp(t) => {
+            format!("TIMESTAMP({},{})", unit(&t.unit), t.is_adjusted_to_u_t_c)
+        }
+        LogicalType::Integer(i) => format!("INT({},{})", i.bit_width, i.is_signed),
+        LogicalType::Unknown => "UNKNOWN".into(),
+        LogicalType::Json => "JSON".into(),
+        LogicalType::Bson => "BSON".into(),
+        LogicalType::Uuid => "UUID".into(),
+        LogicalType::Float16 => "FLOAT16".into(),
+        LogicalType::Variant(_) => "VARIANT".into(),
+        LogicalType::Geometry(_) => "GEOMETRY".into(),
+        LogicalType::Geography(_) => "GEOGRAPHY".into(),
+        other => format!("{other:?}"),
     }
 }
 

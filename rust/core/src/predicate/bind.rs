@@ -9,7 +9,8 @@ use parquet::schema::types::SchemaDescriptor;
 use crate::error::{Error, Result};
 use crate::predicate::coerce::{coerce, Coerced};
 use crate::predicate::expr::{CmpOp, Column, ColumnRef, Predicate};
-use crate::predicate::sql::{describe, Ast, Literal, SqlType};
+use crate::predicate::literal::{cast_literal, describe, Literal, SqlType};
+use crate::predicate::sql::Ast;
 use crate::predicate::value::{Domain, IntKind, Value};
 
 /// What a predicate can refer to.
@@ -218,7 +219,7 @@ impl Binder<'_, '_> {
                     "CAST({} AS {ty:?}) is not supported: only casts that keep every value and its order (integer and float widening, DATE to TIMESTAMP) can be used",
                     col.name
                 ))),
-                Operand::Lit(l) => Ok(Operand::Lit(crate::predicate::sql::cast_literal(l, *ty)?)),
+                Operand::Lit(l) => Ok(Operand::Lit(cast_literal(l, *ty)?)),
             },
             other => Err(Error::predicate(format!(
                 "expected a column or a constant, found a condition: {other:?}"
@@ -484,7 +485,7 @@ fn unify_list(items: Vec<Literal>, domain: Domain) -> Vec<Literal> {
         .into_iter()
         .map(|l| match l {
             Literal::Number(_) | Literal::Str(_) | Literal::Real(_) | Literal::Float(_) => {
-                crate::predicate::sql::cast_literal(l.clone(), ty).unwrap_or(l)
+                cast_literal(l.clone(), ty).unwrap_or(l)
             }
             other => other,
         })
@@ -492,7 +493,7 @@ fn unify_list(items: Vec<Literal>, domain: Domain) -> Vec<Literal> {
 }
 
 fn constant_comparison(a: &Literal, op: CmpOp, b: &Literal) -> Result<Predicate> {
-    use crate::predicate::coerce::parse_number;
+    use crate::predicate::literal::parse_number;
     let ord = match (a, b) {
         (Literal::Null, _) | (_, Literal::Null) => return Ok(Predicate::Const(None)),
         (Literal::Number(x), Literal::Number(y)) => match (parse_number(x), parse_number(y)) {

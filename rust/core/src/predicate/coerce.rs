@@ -12,7 +12,9 @@
 //! whole run of column values (`Span`).
 
 use crate::error::{Error, Result};
-use crate::predicate::sql::{describe, parse_float_text, Literal};
+use crate::predicate::literal::{
+    cast_literal, describe, parse_float_text, parse_number, scale_factor, Literal, SqlType,
+};
 use crate::predicate::time::{self, NS_PER_DAY};
 use crate::predicate::value::{Domain, IntKind, Value};
 
@@ -31,98 +33,6 @@ pub enum Coerced {
         lo: Value,
         hi: Value,
     },
-}
-
-/// An exact rational number `num / den` with `den > 0`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rational {
-    pub num: i128,
-    pub den: i128,
-}
-
-impl Rational {
-    /// Round half away from zero, as DuckDB casts decimals to integers.
-    pub fn round_half_away(&self) -> Option<i128> {
-        let q = self.num / self.den;
-        let r = self.num % self.den;
-        if r.checked_abs()?.checked_mul(2)? >= self.den {
-            Some(q + self.num.signum())
-        } else {
-            Some(q)
-        }
-    }
-
-    /// `round(self * 10^scale)`, half away from zero.
-    pub fn rescale_round(&self, scale: i8) -> Option<i128> {
-        let (n, d) = scale_factor(scale)?;
-        Rational {
-            num: self.num.checked_mul(n)?,
-            den: self.den.checked_mul(d)?,
-        }
-        .round_half_away()
-    }
-
-    /// `floor(self * mul_num / mul_den)` and whether it is exact; `None` on overflow.
-    fn scaled_floor(&self, mul_num: i128, mul_den: i128) -> Option<(i128, bool)> {
-        let num = self.num.checked_mul(mul_num)?;
-        let den = self.den.checked_mul(mul_den)?;
-        Some((num.div_euclid(den), num.rem_euclid(den) == 0))
-    }
-}
-
-fn scale_factor(scale: i8) -> Option<(i128, i128)> {
-    let p = 10i128.checked_pow(u32::from(scale.unsigned_abs()))?;
-    Some(if scale >= 0 { (p, 1) } else { (1, p) })
-}
-
-/// Parse a SQL number (`-12.50`, `1e3`, `.5`) exactly; `None` if it is not a number or does
-/// not fit in 38 digits.
-pub fn parse_number(s: &str) -> Option<Rational> {
-    let s = s.trim();
-    let (neg, s) = match s.as_bytes().first()? {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let (mantissa, exp) = match s.find(['e', 'E']) {
-        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().ok()?),
-        None => (s, 0),
-    };
-    let (int_part, frac_part) = match mantissa.find('.') {
-        Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
-        None => (mantissa, ""),
-    };
-    if int_part.is_empty() && frac_part.is_empty() {
-        return None;
-    }
-    let mut num: i128 = 0;
-    for c in int_part.bytes().chain(frac_part.bytes()) {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        num = num.checked_mul(10)?.checked_add(i128::from(c - b'0'))?;
-    }
-    let exp10 = exp.checked_sub(frac_part.len() as i32)?;
-    let (num, den) = if exp10 >= 0 {
-        (num.checked_mul(10i128.checked_pow(exp10 as u32)?)?, 1)
-    } else {
-        (num, 10i128.checked_pow(exp10.unsigned_abs())?)
-    };
-    Some(Rational {
-        num: if neg { -num } else { num },
-        den,
-    })
-}
-
-pub fn format_decimal(unscaled: i128, scale: i8) -> String {
-    if scale <= 0 {
-        return format!("{unscaled}{}", "0".repeat(scale.unsigned_abs() as usize));
-    }
-    let s = unscaled.unsigned_abs().to_string();
-    let scale = scale as usize;
-    let padded = format!("{s:0>width$}", width = scale + 1);
-    let (i, f) = padded.split_at(padded.len() - scale);
-    format!("{}{i}.{f}", if unscaled < 0 { "-" } else { "" })
 }
 
 /// Bring `lit` into `domain`; `column` names the column in error messages.
@@ -170,10 +80,7 @@ pub fn coerce(lit: &Literal, domain: Domain, column: &str) -> Result<Coerced> {
         },
         Domain::Binary => match lit {
             Literal::Bytes(b) => Ok(Coerced::Exact(Value::Bytes(b.clone()))),
-            Literal::Str(_) => match crate::predicate::sql::cast_literal(
-                lit.clone(),
-                crate::predicate::sql::SqlType::Blob,
-            )? {
+            Literal::Str(_) => match cast_literal(lit.clone(), SqlType::Blob)? {
                 Literal::Bytes(b) => Ok(Coerced::Exact(Value::Bytes(b))),
                 _ => Err(wrong()),
             },
@@ -391,10 +298,39 @@ pub fn domain_name(d: Domain) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::predicate::literal::{format_decimal, Rational};
     use arrow_schema::DataType;
 
     fn int8() -> Domain {
         Domain::of(&DataType::Int8).unwrap()
+    }
+
+    #[test]
+    fn wide_decimal_literals_are_exact() {
+        // 30 digits at scale 10: the literal times 10^10 overflows i128 before the
+        // division by its own 10^10 brings it back.
+        let d38 = Domain::of(&DataType::Decimal128(38, 10)).unwrap();
+        let unscaled: i128 = "999999999999999999999999999999".parse().unwrap();
+        for (text, want) in [
+            ("99999999999999999999.9999999999", unscaled),
+            ("-99999999999999999999.9999999999", -unscaled),
+        ] {
+            let c = coerce(&Literal::Number(text.into()), d38, "d").unwrap();
+            assert_eq!(c, Coerced::Exact(Value::Int(want)), "{text}");
+        }
+        let c = coerce(
+            &Literal::Number("99999999999999999999.99999999985".into()),
+            d38,
+            "d",
+        )
+        .unwrap();
+        assert_eq!(
+            c,
+            Coerced::Between {
+                lo: Some(Value::Int(unscaled - 1)),
+                hi: Some(Value::Int(unscaled))
+            }
+        );
     }
 
     #[test]

@@ -168,6 +168,11 @@ pub fn column(batch: &RecordBatch, col: &ColumnRef) -> Result<ArrayRef, ArrowErr
     if let DataType::Dictionary(_, value_type) = array.data_type() {
         array = arrow_cast::cast(&array, value_type)?;
     }
+    // A table's file may store the column in a narrower type than the table declares
+    // (type widening): compare in the table's.
+    if array.data_type() != &col.data_type {
+        array = arrow_cast::cast(&array, &col.data_type)?;
+    }
     Ok(array)
 }
 

@@ -267,6 +267,43 @@ impl Predicate {
         }
     }
 
+    /// The predicate with every leaf replaced by `f(leaf)`, constants folded.
+    pub fn map_leaves(&self, f: &mut impl FnMut(&Predicate) -> Predicate) -> Predicate {
+        match self {
+            Predicate::And(parts) => {
+                Predicate::and(parts.iter().map(|p| p.map_leaves(f)).collect())
+            }
+            Predicate::Or(parts) => Predicate::or(parts.iter().map(|p| p.map_leaves(f)).collect()),
+            Predicate::Const(c) => Predicate::Const(*c),
+            leaf => f(leaf),
+        }
+    }
+
+    /// A leaf on another column (same comparison), e.g. the same column as one file
+    /// stores it.
+    pub fn with_column(&self, col: Column) -> Predicate {
+        match self {
+            Predicate::Cmp { op, value, .. } => Predicate::Cmp {
+                col,
+                op: *op,
+                value: value.clone(),
+            },
+            Predicate::InList {
+                values, negated, ..
+            } => Predicate::InList {
+                col,
+                values: values.clone(),
+                negated: *negated,
+            },
+            Predicate::IsNull { negated, .. } => Predicate::IsNull {
+                col,
+                negated: *negated,
+            },
+            Predicate::NullOr { value, .. } => Predicate::NullOr { col, value: *value },
+            other => other.clone(),
+        }
+    }
+
     /// The column of a leaf (`None` for constants, AND and OR).
     pub fn column(&self) -> Option<&Column> {
         match self {

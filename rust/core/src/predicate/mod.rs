@@ -4,10 +4,11 @@ pub mod bind;
 pub mod coerce;
 pub mod eval;
 pub mod expr;
+pub mod literal;
 pub mod sql;
 pub mod time;
 pub mod value;
 
 pub use bind::{bind, BindSchema};
-pub use expr::{CmpOp, Column, ColumnRef, Predicate};
-pub use value::{Domain, Value};
+pub use expr::{Column, Predicate};
+pub use value::Value;

@@ -5,10 +5,11 @@
 
 use parquet::file::metadata::ParquetMetaData;
 
+use crate::error::Result;
+use crate::plan::RowRanges;
 use crate::predicate::expr::Predicate;
-use crate::prune::plan::leaf_stats_may_match;
-use crate::prune::row_ranges::RowRanges;
-use crate::prune::{page, stats};
+use crate::prune::evidence::{may_match, rows_may_match, Evidence};
+use crate::prune::statistics::row_group_may_match;
 
 /// A predicate TRUE on every row where `pred` is FALSE or NULL (and maybe on others).
 pub fn failure(pred: &Predicate) -> Predicate {
@@ -32,20 +33,20 @@ pub fn failure(pred: &Predicate) -> Predicate {
 }
 
 /// The rows of row group `rg` on which `pred` is certainly TRUE, from row-group statistics
-/// and the page index; `extra` adds ranges from other indexes for leaves of the failure
-/// predicate, as in `page::row_ranges_with`.
+/// and the row-level evidence of `sources` (the page index, embedded indexes) for the
+/// failure predicate's leaves.
 pub fn certain_ranges(
     md: &ParquetMetaData,
     rg: usize,
     pred: &Predicate,
-    extra: &mut dyn FnMut(&Predicate) -> Option<RowRanges>,
-) -> RowRanges {
+    sources: &mut [&mut dyn Evidence],
+) -> Result<RowRanges> {
     let rows = md.row_group(rg).num_rows().max(0) as u64;
     let fail = failure(pred);
-    if !stats::may_match(&fail, &mut |leaf| leaf_stats_may_match(md, rg, leaf)) {
-        return RowRanges::full(rows);
+    if !may_match(&fail, &mut |leaf| row_group_may_match(md, rg, leaf)) {
+        return Ok(RowRanges::full(rows));
     }
-    page::row_ranges_with(md, rg, &fail, extra).complement(rows)
+    Ok(rows_may_match(&fail, rg, rows, sources)?.complement(rows))
 }
 
 #[cfg(test)]

@@ -1,11 +1,10 @@
-//! Pruning, coarse to fine: row groups by statistics and bloom filters, pages by the
-//! ColumnIndex; the plan that results; and the row-range algebra they share.
+//! Pruning, coarse to fine: what each source of evidence (statistics, the page index,
+//! Parquet bloom filters, embedded indexes, a catalog) says about a predicate's leaves, and
+//! the planner that narrows one access plan per file with it.
 
-pub mod bloom;
-pub mod bloom_header;
 pub mod certain;
-pub mod fetch;
-pub mod page;
-pub mod plan;
-pub mod row_ranges;
-pub mod stats;
+pub mod evidence;
+pub mod page_index;
+pub mod parquet_bloom;
+pub mod planner;
+pub mod statistics;

@@ -23,8 +23,8 @@ use parquet::file::metadata::{
 use crate::error::Result;
 use crate::io::StorageFile;
 use crate::metadata::page_header::needs_dictionary;
-use crate::prune::page;
-use crate::prune::row_ranges::RowRanges;
+use crate::metadata::page_index::{offset_index, page_boundaries};
+use crate::plan::RowRanges;
 
 /// Fetch the pages of `leaves` in row group `rg` that hold `selected` rows, each
 /// chunk's dictionary page only where a selected page uses it. Returns the leaves whose
@@ -97,12 +97,12 @@ pub(crate) fn selected_pages(
     selected: &RowRanges,
     rows: u64,
 ) -> Option<(Vec<Range<u64>>, bool)> {
-    let oi = page::offset_index(md, rg, leaf)?;
+    let oi = offset_index(md, rg, leaf)?;
     let locs = oi.page_locations();
     if locs.is_empty() {
         return None;
     }
-    let bounds = page::page_boundaries(oi, rows);
+    let bounds = page_boundaries(oi, rows);
     let mut out = Vec::new();
     let mut first_selected = false;
     for (i, loc) in locs.iter().enumerate() {
@@ -118,7 +118,7 @@ pub(crate) fn selected_pages(
 /// The bytes between a chunk's start and its first data page: its dictionary page.
 pub(crate) fn dictionary_range(md: &ParquetMetaData, rg: usize, leaf: usize) -> Option<Range<u64>> {
     let (start, _) = md.row_group(rg).column(leaf).byte_range();
-    let first = page::offset_index(md, rg, leaf)?
+    let first = offset_index(md, rg, leaf)?
         .page_locations()
         .first()?
         .offset

@@ -8,17 +8,17 @@
 //! predicate per conjunct, most selective first). This module decides what to prefetch,
 //! in which order to evaluate, and shapes the output (column order, partition columns).
 
+mod adapt;
 mod dictionary;
 mod parallel_columns;
 mod predicate_first;
 pub mod split;
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow_schema::{ArrowError, DataType, SchemaRef};
+use arrow_schema::{ArrowError, DataType};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
     ArrowPredicate, ArrowPredicateFn, ArrowReaderMetadata, ParquetRecordBatchReaderBuilder,
@@ -27,84 +27,14 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 
 use parquet::file::reader::{ChunkReader, Length};
-use parquet::schema::types::SchemaDescriptor;
 
 use crate::error::{Error, Result};
 use crate::io::{IoStats, StorageFile};
+use crate::metadata::schema::leaves_of;
+use crate::plan::{Metrics, OutputColumn, OutputShape, RowRanges, ScanUnit};
 use crate::predicate::eval;
 use crate::predicate::expr::Predicate;
 use crate::predicate::value::{to_scalar_array, Value};
-use crate::prune::page;
-use crate::prune::plan::ScanUnit;
-use crate::prune::row_ranges::RowRanges;
-
-/// Counters the readers of one scan add to.
-#[derive(Debug, Default)]
-pub struct ReadMetrics {
-    pub rows_scanned: AtomicU64,
-    pub rows_matched: AtomicU64,
-    pub pages_read: AtomicU64,
-    pub dictionary_pages_read: AtomicU64,
-    /// Dictionary pages not read because no selected page of their chunk uses them.
-    pub dictionary_pages_skipped: AtomicU64,
-    pub units_read: AtomicU64,
-    /// Groups of columns read side by side by a unit's spare threads.
-    pub column_groups_read: AtomicU64,
-}
-
-/// What the output looks like, shared by every unit of a scan.
-#[derive(Debug, Clone)]
-pub struct OutputShape {
-    pub schema: SchemaRef,
-    /// Per output column: a root column of the file, or a partition column.
-    pub columns: Vec<OutputColumn>,
-    pub batch_size: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputColumn {
-    Root(usize),
-    Partition(usize),
-}
-
-/// The leaf columns under `roots`, in schema order. One pass over the leaves, however
-/// many roots: `SELECT *` of a wide file asks for every one.
-pub fn leaves_of(descr: &SchemaDescriptor, roots: &[usize]) -> Vec<usize> {
-    let mut wanted = vec![false; descr.root_schema().get_fields().len()];
-    for root in roots {
-        if let Some(w) = wanted.get_mut(*root) {
-            *w = true;
-        }
-    }
-    (0..descr.num_columns())
-        .filter(|l| wanted[descr.get_column_root_idx(*l)])
-        .collect()
-}
-
-/// Each root column's leaves, in schema order, indexed by root.
-pub fn leaves_by_root(descr: &SchemaDescriptor) -> Vec<Vec<usize>> {
-    let mut out = vec![Vec::new(); descr.root_schema().get_fields().len()];
-    for leaf in 0..descr.num_columns() {
-        out[descr.get_column_root_idx(leaf)].push(leaf);
-    }
-    out
-}
-
-impl OutputShape {
-    pub fn roots(&self) -> Vec<usize> {
-        let mut r: Vec<usize> = self
-            .columns
-            .iter()
-            .filter_map(|c| match c {
-                OutputColumn::Root(i) => Some(*i),
-                OutputColumn::Partition(_) => None,
-            })
-            .collect();
-        r.sort_unstable();
-        r.dedup();
-        r
-    }
-}
 
 /// A prefetched file that remembers which offsets the page reader asked for, to count
 /// the pages a unit really read.
@@ -141,32 +71,31 @@ pub fn read_unit(
     threads: usize,
     shape: &OutputShape,
     io: &Arc<IoStats>,
-    metrics: &Arc<ReadMetrics>,
+    metrics: &Arc<Metrics>,
 ) -> Result<impl Iterator<Item = Result<RecordBatch>> + Send + 'static> {
     let planned = &unit.file;
     let path = planned.path.clone();
-    let file = StorageFile::open_expecting(&path, &planned.identity, io.clone())?;
+    let file = planned.open(io.clone())?;
     let md = planned.reader_metadata.metadata().clone();
     let schema_descr = md.file_metadata().schema_descr_ptr();
     let rg = unit.row_group;
     let predicate = planned.predicate.clone();
 
-    let roots = shape.roots();
+    // The file's own root columns (a table's file may name or hold them differently).
+    let roots = planned.file_roots(&shape.roots());
     let projection = ProjectionMask::roots(&schema_descr, roots.iter().copied());
     let projected_leaves = leaves_of(&schema_descr, &roots);
 
-    // Conjuncts become row filters, the most selective (by the page index) first.
+    // Conjuncts become row filters, the most selective (by the plan's estimate) first.
     let mut filters: Vec<(u64, u64, Predicate, Vec<usize>)> = Vec::new();
     if let Some(p) = &predicate {
-        for c in p.conjuncts() {
+        for (i, c) in p.conjuncts().into_iter().enumerate() {
             let leaves: Vec<usize> = c.columns().iter().filter_map(|col| col.leaf).collect();
-            let rows = if md.offset_index().is_some() {
-                page::row_ranges(&md, rg, c)
-                    .intersect(&unit.ranges)
-                    .row_count()
-            } else {
-                unit.ranges.row_count()
-            };
+            let rows = unit
+                .conjunct_rows
+                .get(i)
+                .copied()
+                .unwrap_or_else(|| unit.ranges.row_count());
             let bytes: u64 = leaves
                 .iter()
                 .map(|l| md.row_group(rg).column(*l).compressed_size().max(0) as u64)
@@ -213,17 +142,13 @@ pub fn read_unit(
     let (reader_metadata, reader_rg) = if skipped.is_empty() {
         (planned.reader_metadata.clone(), rg)
     } else {
-        metrics
-            .dictionary_pages_skipped
-            .fetch_add(skipped.len() as u64, Ordering::Relaxed);
+        metrics.dictionary_pages_skipped.add(skipped.len() as u64);
         let one =
             dictionary::without_dictionaries(&md, rg, &skipped).map_err(|e| e.in_file(&path))?;
         (one, 0)
     };
 
-    metrics
-        .rows_scanned
-        .fetch_add(unit.ranges.row_count(), Ordering::Relaxed);
+    metrics.rows_scanned.add(unit.ranges.row_count());
     let selection = (unit.ranges.row_count() < unit.row_group_rows)
         .then(|| unit.ranges.to_selection(unit.row_group_rows));
     let every_conjunct_reads = filters.iter().all(|f| !f.3.is_empty());
@@ -276,9 +201,7 @@ pub fn read_unit(
             match shares {
                 Some(shares) => {
                     let groups = shares.spare.len() + usize::from(!shares.own.is_empty());
-                    metrics
-                        .column_groups_read
-                        .fetch_add(groups as u64, Ordering::Relaxed);
+                    metrics.column_groups_read.add(groups as u64);
                     parallel_columns::read(unit, &reused, shares)
                 }
                 None => predicate_first::read(unit, &reused),
@@ -315,18 +238,24 @@ pub fn read_unit(
         }
     };
 
-    // Map the reader's columns to the requested order.
+    // Map the reader's columns to the requested order; a table column the file lacks
+    // has no position and reads as NULL.
     let positions: Vec<Option<usize>> = shape
         .columns
         .iter()
         .map(|c| match c {
             OutputColumn::Root(i) => {
-                let name = planned.reader_metadata.schema().field(*i).name();
+                let root = match &planned.columns {
+                    Some(map) => map.roots.get(*i).copied().flatten()?,
+                    None => *i,
+                };
+                let name = planned.reader_metadata.schema().field(root).name();
                 reader_schema.index_of(name).ok()
             }
             OutputColumn::Partition(_) => None,
         })
         .collect();
+    let table_columns = planned.columns.is_some();
     let partition_values = planned.partition_values.clone();
     let shape = shape.clone();
     let metrics = metrics.clone();
@@ -339,11 +268,9 @@ pub fn read_unit(
         }
         match inner.next() {
             Some(Ok(batch)) => {
-                metrics
-                    .rows_matched
-                    .fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+                metrics.rows_matched.add(batch.num_rows() as u64);
                 Some(
-                    shape_batch(&batch, &shape, &positions, &partition_values)
+                    shape_batch(&batch, &shape, &positions, &partition_values, table_columns)
                         .map_err(|e| Error::from(e).in_file(&path)),
                 )
             }
@@ -409,7 +336,7 @@ fn count_pages(
     md: &parquet::file::metadata::ParquetMetaData,
     rg: usize,
     offsets: &Arc<Mutex<HashSet<u64>>>,
-    metrics: &ReadMetrics,
+    metrics: &Metrics,
 ) {
     let Ok(touched) = offsets.lock() else { return };
     let data_pages: HashSet<u64> = md
@@ -422,25 +349,33 @@ fn count_pages(
         })
         .unwrap_or_default();
     let data = touched.iter().filter(|o| data_pages.contains(o)).count() as u64;
-    metrics.pages_read.fetch_add(data, Ordering::Relaxed);
+    metrics.pages_read.add(data);
     metrics
         .dictionary_pages_read
-        .fetch_add(touched.len() as u64 - data, Ordering::Relaxed);
+        .add(touched.len() as u64 - data);
 }
 
-/// Put the reader's batch in the requested column order and add partition columns.
+/// Put the reader's batch in the requested column order and add partition columns; a
+/// table's file's columns become the table's (`table_columns`).
 fn shape_batch(
     batch: &RecordBatch,
     shape: &OutputShape,
     positions: &[Option<usize>],
     partition_values: &[Option<Value>],
+    table_columns: bool,
 ) -> Result<RecordBatch, ArrowError> {
     let rows = batch.num_rows();
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(shape.columns.len());
     for (i, c) in shape.columns.iter().enumerate() {
         let field = shape.schema.field(i);
         match (c, positions[i]) {
+            (OutputColumn::Root(_), Some(pos)) if table_columns => {
+                columns.push(adapt::to_table_column(batch.column(pos), field)?)
+            }
             (OutputColumn::Root(_), Some(pos)) => columns.push(batch.column(pos).clone()),
+            (OutputColumn::Root(_), None) if table_columns => {
+                columns.push(new_null_array(field.data_type(), rows))
+            }
             (OutputColumn::Partition(p), _) => columns.push(constant_column(
                 partition_values.get(*p).and_then(|v| v.as_ref()),
                 field.data_type(),
@@ -473,5 +408,146 @@ fn constant_column(
             let indices = arrow_array::UInt32Array::from(vec![0u32; rows]);
             arrow_select::take::take(one.as_ref(), &indices, None)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_schema::{Field, Schema};
+
+    use crate::metadata::{read_metadata, MetadataCache};
+    use crate::plan::PlannedFile;
+    use crate::predicate::{bind, sql, BindSchema};
+    use crate::testing::{int64s, strings, write_file, Layout};
+
+    /// 2,000 rows in one row group of 100-row pages: `k` sorted, `s` = "v<k % 10>".
+    fn file(dir: &std::path::Path) -> String {
+        write_file(
+            dir,
+            "r.parquet",
+            vec![
+                ("k", int64s(0..2000)),
+                (
+                    "s",
+                    strings((0..2000).map(|k| Some(format!("v{}", k % 10)))),
+                ),
+            ],
+            Layout {
+                row_group_size: 2000,
+                page_rows: Some(100),
+                ..Default::default()
+            },
+        )
+    }
+
+    /// A unit of `rows` of the file, filtered by `predicate`, output `columns` (roots) and
+    /// a partition column `p` = 7 when `partition`.
+    fn unit(path: &str, predicate: &str, rows: RowRanges) -> (ScanUnit, Schema) {
+        let md = read_metadata(path, true, &MetadataCache::new(1 << 20))
+            .unwrap()
+            .metadata;
+        let schema =
+            parquet::arrow::parquet_to_arrow_schema(md.file_metadata().schema_descr(), None)
+                .unwrap();
+        let partition = Field::new("p", DataType::Int64, true);
+        let ast = sql::parse(predicate, 0).unwrap();
+        let bound = bind(
+            &ast,
+            &BindSchema {
+                arrow: &schema,
+                native: &schema,
+                parquet: md.file_metadata().schema_descr(),
+                partitions: std::slice::from_ref(&partition),
+            },
+        )
+        .unwrap()
+        .bind_partitions(&[Some(Value::Int(7))]);
+        let identity = crate::io::FileIdentity::stat(path).unwrap();
+        let planned = PlannedFile::new(identity, md, Some(bound), vec![Some(Value::Int(7))]);
+        let unit = ScanUnit {
+            file: Arc::new(planned.unwrap()),
+            row_group: 0,
+            ranges: rows,
+            row_group_rows: 2000,
+            conjunct_rows: Vec::new(),
+        };
+        (unit, schema)
+    }
+
+    fn read(
+        unit: &ScanUnit,
+        columns: Vec<OutputColumn>,
+        schema: &Schema,
+    ) -> (RecordBatch, Metrics) {
+        let fields: Vec<Field> = columns
+            .iter()
+            .map(|c| match c {
+                OutputColumn::Root(i) => schema.field(*i).clone(),
+                OutputColumn::Partition(_) => Field::new("p", DataType::Int64, true),
+            })
+            .collect();
+        let shape = OutputShape {
+            schema: Arc::new(Schema::new(fields)),
+            columns,
+            batch_size: 1 << 16,
+        };
+        let metrics = Arc::new(Metrics::default());
+        let io = Arc::new(IoStats::default());
+        let batches: Vec<RecordBatch> = read_unit(unit, 1, &shape, &io, &metrics)
+            .unwrap()
+            .map(|b| b.unwrap())
+            .collect();
+        let batch = arrow_select::concat::concat_batches(&shape.schema, &batches).unwrap();
+        (batch, Arc::try_unwrap(metrics).unwrap_or_default())
+    }
+
+    #[test]
+    fn only_selected_pages_are_read_and_filtered_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file(dir.path());
+        // Rows 300..400 and 1500..1600 selected; the predicate keeps every tenth of them.
+        let rows = RowRanges::from_ranges([300..400, 1500..1600]);
+        let (u, schema) = unit(&path, "s = 'v3' AND p = 7", rows);
+        let (batch, m) = read(&u, vec![OutputColumn::Root(0)], &schema);
+        let got: Vec<i64> = batch
+            .column(0)
+            .as_primitive::<Int64Type>()
+            .values()
+            .to_vec();
+        let want: Vec<i64> = (300..400)
+            .chain(1500..1600)
+            .filter(|k| k % 10 == 3)
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(m.rows_scanned.get(), 200);
+        assert_eq!(m.rows_matched.get(), 20);
+        // Two pages of each column, and `s`'s dictionary.
+        assert_eq!(m.pages_read.get(), 4);
+    }
+
+    #[test]
+    fn output_follows_the_shape_with_partition_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file(dir.path());
+        let (u, schema) = unit(
+            &path,
+            "k < 5",
+            RowRanges::from_ranges(std::iter::once(0..100)),
+        );
+        let columns = vec![
+            OutputColumn::Partition(0),
+            OutputColumn::Root(1),
+            OutputColumn::Root(0),
+        ];
+        let (batch, _) = read(&u, columns, &schema);
+        assert_eq!(batch.num_rows(), 5);
+        assert_eq!(batch.schema().field(0).name(), "p");
+        let p = batch.column(0).as_primitive::<Int64Type>();
+        assert!(p.iter().all(|v| v == Some(7)));
+        assert_eq!(batch.column(1).as_string::<i32>().value(4), "v4");
+        assert_eq!(batch.column(2).as_primitive::<Int64Type>().value(4), 4);
     }
 }

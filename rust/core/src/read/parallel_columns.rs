@@ -29,10 +29,11 @@ use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::ChunkReader;
 
 use crate::error::{panic_message, Result};
-use crate::prune::row_ranges::RowRanges;
+use crate::metadata::schema::leaves_by_root;
+use crate::plan::RowRanges;
+use crate::read::byte_ranges;
 use crate::read::dictionary::selected_pages;
 use crate::read::predicate_first::{mismatch, predicate_pass, slices, Batches, Matched, Unit};
-use crate::read::{byte_ranges, leaves_by_root};
 
 /// Most selected rows (before the predicate) a unit may have to be read this way.
 pub const MAX_ROWS: u64 = 1 << 17;
@@ -249,7 +250,7 @@ mod tests {
     use parquet::file::metadata::{PageIndexPolicy, ParquetMetaDataReader};
 
     use super::*;
-    use crate::prune::row_ranges::RowRanges;
+    use crate::plan::row_ranges::RowRanges;
 
     /// Six columns of 10,000 rows in one page each; column `c` takes values below
     /// `8^c`, so each compresses to more bytes than the one before.
@@ -300,7 +301,7 @@ mod tests {
             rows,
         };
         let size = |group: &[usize]| {
-            at.bytes(&crate::read::leaves_of(
+            at.bytes(&crate::metadata::schema::leaves_of(
                 md.file_metadata().schema_descr(),
                 group,
             ))

@@ -6,10 +6,9 @@
 //! decoded twice; the pages of other columns that straddle a cut, and a chunk's
 //! dictionary page, are read by both pieces.
 
-use crate::prune::page;
-use crate::prune::plan::ScanUnit;
-use crate::prune::row_ranges::RowRanges;
-use crate::read::leaves_of;
+use crate::metadata::page_index::{offset_index, page_boundaries};
+use crate::metadata::schema::leaves_of;
+use crate::plan::{RowRanges, ScanUnit};
 
 /// Fewest selected rows worth a piece of its own: a few batches of decoding.
 pub const MIN_PIECE_ROWS: u64 = 1 << 17;
@@ -47,11 +46,14 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
             continue;
         }
         let md = unit.file.reader_metadata.metadata();
-        let bounds = leaves_of(md.file_metadata().schema_descr(), roots)
-            .first()
-            .and_then(|leaf| page::offset_index(md, unit.row_group, *leaf))
-            .map(|oi| page::page_boundaries(oi, unit.row_group_rows))
-            .unwrap_or_default();
+        let bounds = leaves_of(
+            md.file_metadata().schema_descr(),
+            &unit.file.file_roots(roots),
+        )
+        .first()
+        .and_then(|leaf| offset_index(md, unit.row_group, *leaf))
+        .map(|oi| page_boundaries(oi, unit.row_group_rows))
+        .unwrap_or_default();
         let parts = cut(&unit.ranges, pieces, &bounds);
         let last = parts.len() - 1;
         out.extend(parts.into_iter().enumerate().map(|(k, ranges)| Piece {
@@ -60,6 +62,7 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
                 row_group: unit.row_group,
                 ranges,
                 row_group_rows: unit.row_group_rows,
+                conjunct_rows: unit.conjunct_rows.clone(),
             },
             completes: k == last,
             threads: 1,

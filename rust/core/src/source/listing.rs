@@ -20,6 +20,42 @@ pub struct SourceFile {
     pub partition_values: Vec<Option<Value>>,
     /// The file as the listing saw it.
     pub identity: FileIdentity,
+    /// Rows a table deleted from the file (sorted positions in file order).
+    pub deleted: Option<std::sync::Arc<Vec<u64>>>,
+}
+
+/// The table formats whose directories are not loose Parquet files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableFormat {
+    Delta,
+    Iceberg,
+}
+
+impl TableFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            TableFormat::Delta => "Delta Lake",
+            TableFormat::Iceberg => "Iceberg",
+        }
+    }
+
+    /// Why such a directory cannot be read as loose files.
+    fn refusal(self, root: &str) -> Error {
+        let why = match self {
+            TableFormat::Delta => {
+                "its directory holds removed and uncommitted files, so it cannot be read as loose Parquet files; read it as a table (pqindex.scan reads Delta tables) instead"
+            }
+            TableFormat::Iceberg => {
+                "its data directory holds files of old snapshots, so it cannot be read as loose Parquet files; read it as a table (pqindex.scan takes a pyiceberg Table) instead"
+            }
+        };
+        let article = if self == TableFormat::Iceberg {
+            "an"
+        } else {
+            "a"
+        };
+        Error::Source(format!("{root} is {article} {} table: {why}", self.name()))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -31,11 +67,25 @@ pub struct Listing {
     /// An object-store prefix listed with a catalog pointer (`_pqindex/CURRENT`) below it:
     /// the listing shows it for free, where asking would cost a request per scan.
     pub has_catalog: bool,
+    /// The single directory or prefix listed is a table of this format (then `files` is
+    /// empty: a table's files come from its metadata).
+    pub table: Option<TableFormat>,
 }
 
 /// Expand `paths`. A single directory gets hive partition columns from `key=value`
-/// directories below it; explicit files are taken as they are.
+/// directories below it; explicit files are taken as they are. A table's directory is
+/// refused: its files are not loose Parquet files.
 pub fn list_source(paths: &[String]) -> Result<Listing> {
+    let listing = list_source_or_table(paths)?;
+    match listing.table {
+        Some(format) => Err(format.refusal(&paths[0])),
+        None => Ok(listing),
+    }
+}
+
+/// `list_source`, except that a single table directory or prefix comes back as a listing
+/// with `table` set and no files, for the caller to read through the table's metadata.
+pub fn list_source_or_table(paths: &[String]) -> Result<Listing> {
     if paths.is_empty() {
         return Err(Error::Source("the source names no files".into()));
     }
@@ -49,7 +99,12 @@ pub fn list_source(paths: &[String]) -> Result<Listing> {
         let path = Path::new(p);
         let md = std::fs::metadata(path).map_err(|e| Error::io(p, e))?;
         if md.is_dir() {
-            refuse_table_formats(path)?;
+            if let Some(format) = table_format(path) {
+                if paths.len() > 1 {
+                    return Err(format.refusal(p));
+                }
+                return Ok(table_listing(format, 0));
+            }
             let mut files = Vec::new();
             walk(path, path, &mut files)?;
             if files.is_empty() {
@@ -92,12 +147,24 @@ fn finish(
                 path,
                 partition_values,
                 identity,
+                deleted: None,
             })
             .collect(),
         partition_fields,
         requests,
         has_catalog: false,
+        table: None,
     })
+}
+
+fn table_listing(format: TableFormat, requests: u64) -> Listing {
+    Listing {
+        files: Vec::new(),
+        partition_fields: Vec::new(),
+        requests,
+        has_catalog: false,
+        table: Some(format),
+    }
 }
 
 /// Expand object-store URLs: a prefix lists every object below it (one paged LIST), an
@@ -141,7 +208,12 @@ fn list_objects(paths: &[String]) -> Result<Listing> {
             found.push((loc.url.clone(), Vec::new()));
             continue;
         }
-        refuse_table_format_keys(p, below.iter().map(|(rel, _)| rel.as_str()))?;
+        if let Some(format) = table_format_of_keys(below.iter().map(|(rel, _)| rel.as_str())) {
+            if !single {
+                return Err(format.refusal(p));
+            }
+            return Ok(table_listing(format, requests));
+        }
         has_catalog |= single && below.iter().any(|(rel, _)| rel == "_pqindex/CURRENT");
         let before = found.len();
         for (rel, identity) in below.iter().cloned() {
@@ -179,23 +251,19 @@ fn looks_like_a_file(url: &str) -> bool {
             .any(|e| last.ends_with(e))
 }
 
-/// The object-store form of `refuse_table_formats`, on the keys a listing returned.
-fn refuse_table_format_keys<'a>(root: &str, keys: impl Iterator<Item = &'a str>) -> Result<()> {
+/// The table format of a prefix, from the keys a listing returned below it.
+fn table_format_of_keys<'a>(keys: impl Iterator<Item = &'a str>) -> Option<TableFormat> {
     for k in keys {
         if k.starts_with("_delta_log/") {
-            return Err(Error::Source(format!(
-                "{root} is a Delta Lake table: its prefix holds removed and uncommitted files, so it cannot be read as loose Parquet files; read it through Delta instead"
-            )));
+            return Some(TableFormat::Delta);
         }
         if k.starts_with("metadata/")
             && (k.ends_with(".metadata.json") || k.ends_with("version-hint.text"))
         {
-            return Err(Error::Source(format!(
-                "{root} is an Iceberg table: its data prefix holds files of old snapshots, so it cannot be read as loose Parquet files; read it through Iceberg instead"
-            )));
+            return Some(TableFormat::Iceberg);
         }
     }
-    Ok(())
+    None
 }
 
 fn is_hidden(name: &str) -> bool {
@@ -245,12 +313,10 @@ fn walk(
     Ok(())
 }
 
-fn refuse_table_formats(dir: &Path) -> Result<()> {
-    let shown = dir.display();
+/// The table format of a local directory, if it is a table's.
+pub fn table_format(dir: &Path) -> Option<TableFormat> {
     if dir.join("_delta_log").is_dir() {
-        return Err(Error::Source(format!(
-            "{shown} is a Delta Lake table: its directory holds removed and uncommitted files, so it cannot be read as loose Parquet files; read it through Delta (for instance with the deltalake package) instead"
-        )));
+        return Some(TableFormat::Delta);
     }
     let meta = dir.join("metadata");
     let iceberg = meta.join("version-hint.text").is_file()
@@ -260,12 +326,7 @@ fn refuse_table_formats(dir: &Path) -> Result<()> {
                     .any(|e| e.file_name().to_string_lossy().ends_with(".metadata.json"))
             })
             .unwrap_or(false);
-    if iceberg {
-        return Err(Error::Source(format!(
-            "{shown} is an Iceberg table: its data directory holds files of old snapshots, so it cannot be read as loose Parquet files; read it through Iceberg (for instance with pyiceberg) instead"
-        )));
-    }
-    Ok(())
+    iceberg.then_some(TableFormat::Iceberg)
 }
 
 #[cfg(test)]

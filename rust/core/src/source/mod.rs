@@ -4,4 +4,4 @@
 pub mod listing;
 pub mod partition;
 
-pub use listing::{list_source, Listing, SourceFile};
+pub use listing::{list_source, list_source_or_table, SourceFile, TableFormat};

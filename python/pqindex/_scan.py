@@ -1,0 +1,90 @@
+"""``pqindex.scan``: plan a scan of loose Parquet files, a Delta table's directory (at a
+version or a point in time), or an Iceberg table (a pyiceberg ``Table``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pqindex import _native
+from pqindex._errors import InvalidArgumentError
+
+if TYPE_CHECKING:
+    from pqindex._native import Scan, StorageOptions
+
+
+def timestamp_ms(value: Any) -> int | None:
+    """``value`` (a datetime, naive meaning UTC; an ISO-8601 string; or ms since the epoch)
+    as milliseconds since the epoch."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"timestamp must be a datetime, text or ms, not {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value)
+        except ValueError as e:
+            raise InvalidArgumentError(f"timestamp {value!r} is not ISO-8601 text") from e
+    if isinstance(value, dt.date) and not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return int(value.timestamp() * 1000)
+    raise InvalidArgumentError(f"timestamp must be a datetime, text or ms, not {value!r}")
+
+
+def scan(
+    source: Any,
+    where: str | None = None,
+    columns: Sequence[str] | None = None,
+    batch_size: int = 65536,
+    threads: int | None = None,
+    *,
+    catalog: bool = True,
+    storage_options: StorageOptions | None = None,
+    version: int | None = None,
+    timestamp: Any = None,
+    snapshot_id: int | None = None,
+) -> Scan:
+    """Plan a scan of ``source``, pruning with ``where`` (SQL as DuckDB reads it).
+
+    ``source`` is a Parquet file, a directory of them (hive partitions from ``key=value``
+    directories), a list of files, the directory of a Delta table (the latest version, or
+    ``version``, or the version current at ``timestamp``), or a pyiceberg ``Table`` (its
+    current snapshot, or ``snapshot_id``, or the one current at ``timestamp``). A table is
+    read as its metadata says: only the snapshot's files, its partition values and
+    statistics, its deletes applied, its columns under their current names.
+    """
+    from pqindex import _iceberg
+
+    if _iceberg.is_table(source):
+        if version is not None:
+            raise InvalidArgumentError("an Iceberg table takes snapshot_id, not version")
+        planned: Scan = _iceberg.scan(
+            source,
+            where,
+            columns,
+            batch_size,
+            threads,
+            snapshot_id=snapshot_id,
+            timestamp_ms=timestamp_ms(timestamp),
+            options=storage_options,
+        )
+        return planned
+    if snapshot_id is not None:
+        raise InvalidArgumentError("snapshot_id applies to Iceberg tables (pyiceberg Table)")
+    return _native.scan(
+        source,
+        where,
+        columns,
+        batch_size,
+        threads,
+        catalog=catalog,
+        storage_options=storage_options,
+        version=version,
+        timestamp_ms=timestamp_ms(timestamp),
+    )

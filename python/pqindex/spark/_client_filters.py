@@ -1,0 +1,463 @@
+"""A condition's prunable filters, read on the client and confirmed by Spark.
+
+Where Spark's own pushed filters are out of reach (a Spark Connect session, or a source
+Spark cannot read), the condition is read on the client (``_sql`` for text, ``_column`` for
+a Connect ``Column``) and nothing of that reading is trusted until Spark confirms it:
+
+1. Spark types each literal (an analysis of ``SELECT <literals>``).
+2. The reading is rendered back with every literal cast to the type of the column it is
+   compared with, and Spark must analyse the rendering to the same plan as the caller's
+   condition (``DataFrame.sameSemantics``). That one check proves the structure (operator
+   precedence, what ``a.b`` names, BETWEEN, IN, LIKE) and the coercion: the comparison
+   happens in the column's own type, with the literal cast to it, exactly as in the
+   filters Spark pushes into a scan. A conjunct that fails (``int_col = 2.5``: Spark casts
+   the column, not the literal) is left to Spark alone.
+3. Spark evaluates the cast literals; their values, of the column's type, make the
+   ``pyspark.sql.datasource`` filters ``_predicate`` translates.
+
+So pqindex never interprets Spark SQL syntax or coercion itself; a reading Spark does not
+confirm only costs pruning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.sql import types as T
+from pyspark.sql.datasource import (
+    EqualNullSafe,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    StringStartsWith,
+)
+
+from pqindex.spark import _coercion, _column, _condition, _sql
+from pqindex.spark._condition import (
+    AndNode,
+    Between,
+    BoolRef,
+    Cmp,
+    Condition,
+    InList,
+    Like,
+    Lit,
+    Node,
+    NotNode,
+    OrNode,
+    Ref,
+    StartsWith,
+)
+from pqindex.spark._predicate import And, Or, resolve
+from pqindex.spark._render import Casts, ColumnRenderer, SqlRenderer
+
+_OPS: dict[str, type[Filter]] = {
+    "=": EqualTo,
+    "<": LessThan,
+    "<=": LessThanOrEqual,
+    ">": GreaterThan,
+    ">=": GreaterThanOrEqual,
+    "<=>": EqualNullSafe,
+}
+_SUPPORTED = (
+    T.BooleanType,
+    T.ByteType,
+    T.ShortType,
+    T.IntegerType,
+    T.LongType,
+    T.FloatType,
+    T.DoubleType,
+    T.DecimalType,
+    T.StringType,
+    T.BinaryType,
+    T.DateType,
+    T.TimestampType,
+    T.TimestampNTZType,
+)
+
+
+def read_condition(base: Any, where: Any) -> Condition | None:
+    """``where`` (SQL text, a classic or a Connect ``Column``) read into conjuncts."""
+    if isinstance(where, str):
+        return _sql.parse(where)
+    text = _column.sql_text(where)
+    if text is not None:
+        return _sql.parse(text)
+    if hasattr(where, "_jc"):  # a classic Column: Spark's SQL for its analysed condition
+        plan = base.where(where)._jdf.queryExecution().analyzed()
+        return _sql.parse(str(plan.condition().sql()))
+    if hasattr(where, "_expr"):
+        return _column.parse(where)
+    return None
+
+
+@dataclass
+class Confirmed:
+    """What Spark confirmed of a condition: the filters, and the trees and literal values
+    they came from."""
+
+    filters: list[Filter] = field(default_factory=list)
+    condition: Condition | None = None
+    nodes: list[Node] = field(default_factory=list)
+    values: dict[int, Any] = field(default_factory=dict)
+    #: Literals compared in a type wider than their column's.
+    widened: set[int] = field(default_factory=set)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every conjunct was read and confirmed."""
+        return self.condition is not None and len(self.nodes) == len(self.condition.conjuncts)
+
+
+def pushed_filters(base: Any, where: Any) -> Confirmed:
+    """The conjuncts of ``base.where(where)`` that Spark confirms, as filters whose values
+    have their column's type (none when nothing can prune)."""
+    condition = read_condition(base, where)
+    if condition is None:
+        return Confirmed()
+    check = _Check(base, condition, base.schema)
+    try:
+        return check.confirm(where)
+    except Exception:
+        # Anything Spark refuses here (a literal it cannot type, an invalid condition) is
+        # Spark's to report when the query runs; pruning just does without it.
+        return Confirmed(condition=condition)
+
+
+class _Check:
+    def __init__(self, base: Any, condition: Condition, schema: T.StructType) -> None:
+        self.base = base
+        self.spark = base.sparkSession
+        self.condition = condition
+        self.schema = schema
+        self.sql = all(isinstance(c.original, str) for c in condition.conjuncts)
+        self.widened: set[int] = set()
+
+    def confirm(self, where: Any) -> Confirmed:
+        result = Confirmed(condition=self.condition)
+        candidates = [
+            c.node
+            for c in self.condition.conjuncts
+            if c.node is not None and self._columns_supported(c.node)
+        ]
+        if not candidates:
+            return result
+        casts = self._coerce(candidates, self._literal_types())
+        result.nodes = self._confirmed(where, casts)
+        if result.nodes:
+            result.values = self._values(result.nodes, casts)
+        self.widened = result.widened = casts.widened
+        for node in result.nodes:
+            f = self._filter(node, result.values)
+            if f is not None:
+                result.filters.append(f)
+        return result
+
+    def _type(self, ref: Ref) -> T.DataType | None:
+        column = resolve(ref.path, self.schema)
+        return None if column is None else column[1]
+
+    def _column_type(self, ref: Ref) -> T.DataType:
+        data_type = self._type(ref)
+        assert data_type is not None
+        return data_type
+
+    def _columns_supported(self, node: Node) -> bool:
+        for ref in _condition.refs(node):
+            data_type = self._type(ref)
+            if not isinstance(data_type, _SUPPORTED):
+                return False
+            if getattr(data_type, "collation", "UTF8_BINARY") not in ("UTF8_BINARY", None):
+                return False
+        return True
+
+    def _literal_types(self) -> list[T.DataType]:
+        if not self.condition.literals:
+            return []
+        literals = [self._literal(i, None) for i in range(len(self.condition.literals))]
+        return [f.dataType for f in self._select(literals).schema.fields]
+
+    def _coerce(self, nodes: list[Node], literal_types: list[T.DataType]) -> Casts:
+        """How each comparison is expected to be typed (``_coercion.common_type``); a
+        comparison with no such type leaves its conjunct to Spark."""
+        casts = Casts()
+        for node in nodes:
+            for use in _comparisons(node):
+                column = self._type(use.ref)
+                assert column is not None
+                # A BETWEEN's bounds are compared one by one (``lo <= x AND x <= hi``).
+                groups = [(lit,) for lit in use.lits] if use.between else [use.lits]
+                for lits in groups:
+                    common: T.DataType | None = column
+                    for lit in lits:
+                        if common is not None:
+                            common = _coercion.common_type(common, literal_types[lit.index])
+                    if common is None:
+                        casts.refused.update(lit.index for lit in lits)
+                        continue
+                    # Spark casts a whole IN list, column included, once any type differs.
+                    cast_all = use.in_list and (
+                        common != column or any(literal_types[i.index] != common for i in lits)
+                    )
+                    for lit in lits:
+                        if cast_all or literal_types[lit.index] != common:
+                            casts.literal[lit.index] = common
+                        if cast_all or common != column:
+                            casts.column[lit.index] = (column, common)
+                        if common != column:
+                            casts.widened.add(lit.index)
+        return casts
+
+    def _confirmed(self, where: Any, casts: Casts) -> list[Node]:
+        """The conjunct trees whose rendering Spark analyses as the caller's conjunct."""
+        confirmed = self._structure(where, casts)
+        betweens = [b for node in confirmed for b in _betweens(node)]
+        if betweens:
+            # Spark types a BETWEEN's bounds only when it replaces it by two comparisons,
+            # after analysis: confirm their typing on those comparisons.
+            plain = self._renderer(Casts())
+            cast = self._renderer(casts)
+            bounds = [
+                Cmp(op, b.ref, lit) for b in betweens for op, lit in ((">=", b.low), ("<=", b.high))
+            ]
+            if not self._same(
+                self._and([plain(c) for c in bounds]), self._and([cast(c) for c in bounds])
+            ):
+                confirmed = [n for n in confirmed if not _betweens(n)]
+        return confirmed
+
+    def _structure(self, where: Any, casts: Casts) -> list[Node]:
+        render = self._renderer(casts)
+        conjuncts = self.condition.conjuncts
+        usable = [
+            c.node is not None
+            and self._columns_supported(c.node)
+            and not any(lit.index in casts.refused for _, lit in _condition.literal_uses(c.node))
+            for c in conjuncts
+        ]
+        whole = [
+            render(c.node) if ok and c.node is not None else self._original(c.original)
+            for c, ok in zip(conjuncts, usable, strict=True)
+        ]
+        if self._same(where, self._and(whole)):
+            return [c.node for c, ok in zip(conjuncts, usable, strict=True) if ok and c.node]
+        # Check each conjunct alone, once the split itself is confirmed (an AND inside a
+        # construct the reader does not know must not pass for a conjunct).
+        if len(conjuncts) < 2 or not self._same(
+            where, self._and([self._original(c.original) for c in conjuncts])
+        ):
+            return []
+        return [
+            c.node
+            for c, ok in zip(conjuncts, usable, strict=True)
+            if ok and c.node is not None and self._same(c.original, render(c.node))
+        ]
+
+    def _values(self, nodes: list[Node], casts: Casts) -> dict[int, Any]:
+        """Literal index -> its value, cast as in the confirmed rendering, as Python."""
+        indices = sorted(
+            {lit.index for n in nodes for _, lit in _condition.literal_uses(n)}
+            | {lit.index for n in nodes for lit in _condition.other_literals(n)}
+        )
+        if not indices:
+            return {}
+        exprs = [self._literal(i, casts.literal.get(i), try_cast=True) for i in indices]
+        table = self._select(exprs).toArrow()
+        values: dict[int, Any] = {}
+        for position, index in enumerate(indices):
+            try:
+                values[index] = table.column(position)[0].as_py()
+            except (OverflowError, ValueError):  # beyond Python's datetime range
+                values[index] = _UNREPRESENTABLE
+        return values
+
+    # --- building filters -----------------------------------------------------------------
+
+    def _filter(self, node: Node, values: dict[int, Any]) -> Filter | None:
+        """The filter of a confirmed tree; None for the parts it cannot state (dropping them
+        under AND only widens; under OR or NOT the whole branch goes)."""
+        if isinstance(node, AndNode):
+            left, right = self._filter(node.left, values), self._filter(node.right, values)
+            if left is None or right is None:
+                return left or right
+            return And(left, right)
+        if isinstance(node, OrNode):
+            left, right = self._filter(node.left, values), self._filter(node.right, values)
+            return None if left is None or right is None else Or(left, right)
+        if isinstance(node, NotNode):
+            child = self._strict(node.child, values)
+            return None if child is None else Not(child)
+        return self._strict(node, values)
+
+    def _strict(self, node: Node, values: dict[int, Any]) -> Filter | None:
+        """The filter of ``node`` with nothing dropped (what NOT may wrap)."""
+        if isinstance(node, (AndNode, OrNode)):
+            left, right = self._strict(node.left, values), self._strict(node.right, values)
+            if left is None or right is None:
+                return None
+            return And(left, right) if isinstance(node, AndNode) else Or(left, right)
+        if isinstance(node, NotNode):
+            child = self._strict(node.child, values)
+            return None if child is None else Not(child)
+        path = node.ref.path
+        if isinstance(node, _condition.IsNull):
+            return IsNotNull(path) if node.negated else IsNull(path)
+        if isinstance(node, BoolRef):
+            return EqualTo(path, True) if isinstance(self._type(node.ref), T.BooleanType) else None
+        if isinstance(node, Cmp):
+            value = values.get(node.lit.index, _UNREPRESENTABLE)
+            if value is _UNREPRESENTABLE or (value is None and node.op != "<=>"):
+                return None
+            if node.op == "<=>" and value is None:
+                return IsNull(path)
+            if node.lit.index in self.widened:
+                return _coercion.restate(node.op, path, value, self._column_type(node.ref))
+            if node.op == "<>":
+                return Not(EqualTo(path, value))
+            return _OPS[node.op](path, value)  # type: ignore[call-arg]
+        if isinstance(node, Between):
+            low, high = values.get(node.low.index), values.get(node.high.index)
+            if low in (None, _UNREPRESENTABLE) or high in (None, _UNREPRESENTABLE):
+                return None
+            if node.low.index in self.widened:
+                column = self._column_type(node.ref)
+                above = _coercion.restate(">=", path, low, column)
+                below = _coercion.restate("<=", path, high, column)
+                if above is None or below is None:
+                    return None
+                both = And(above, below)
+            else:
+                both = And(GreaterThanOrEqual(path, low), LessThanOrEqual(path, high))
+            return Not(both) if node.negated else both
+        if isinstance(node, InList):
+            items = tuple(values.get(i.index, _UNREPRESENTABLE) for i in node.items)
+            if _UNREPRESENTABLE in items:
+                return None
+            if node.items[0].index in self.widened:
+                column = self._column_type(node.ref)
+                # Items the column cannot hold never match: the list without them keeps the
+                # same rows.
+                held = [_coercion.restate_in(v, column) for v in items]
+                items = tuple(v for ok, v in held if ok)
+                if not items:
+                    return None
+            return Not(In(path, items)) if node.negated else In(path, items)
+        if isinstance(node, StartsWith):
+            prefix = values.get(node.prefix.index)
+            return StringStartsWith(path, prefix) if isinstance(prefix, str) else None
+        if isinstance(node, Like):
+            return self._like(node, values)
+        return None
+
+    def _like(self, node: Like, values: dict[int, Any]) -> Filter | None:
+        """A LIKE pattern that is a plain string, with or without a trailing ``%``."""
+        pattern = values.get(node.pattern.index)
+        escape = "\\" if node.escape is None else values.get(node.escape.index)
+        if not isinstance(pattern, str) or not isinstance(escape, str) or len(escape) != 1:
+            return None
+        literal, i, prefix = "", 0, False
+        while i < len(pattern):
+            c = pattern[i]
+            if c == escape:
+                if i + 1 >= len(pattern):
+                    return None
+                literal += pattern[i + 1]
+                i += 2
+                continue
+            if c == "_" or (c == "%" and i != len(pattern) - 1):
+                return None
+            if c == "%":
+                prefix = True
+            else:
+                literal += c
+            i += 1
+        path = node.ref.path
+        f: Filter = StringStartsWith(path, literal) if prefix else EqualTo(path, literal)
+        return Not(f) if node.negated else f
+
+    # --- talking to Spark ---------------------------------------------------------------
+
+    def _same(self, a: Any, b: Any) -> bool:
+        return bool(self.base.where(a).sameSemantics(self.base.where(b)))
+
+    def _select(self, exprs: list[Any]) -> Any:
+        one = self.spark.range(1)
+        if self.sql:
+            return one.selectExpr(*(f"{e} AS `c{i}`" for i, e in enumerate(exprs)))
+        return one.select(*(e.alias(f"c{i}") for i, e in enumerate(exprs)))
+
+    def _original(self, original: Any) -> Any:
+        return f"({original})" if self.sql else original
+
+    def _and(self, parts: list[Any]) -> Any:
+        if self.sql:
+            return " AND ".join(parts)
+        out = parts[0]
+        for p in parts[1:]:
+            out = out & p
+        return out
+
+    def _literal(self, index: int, cast: T.DataType | None, try_cast: bool = False) -> Any:
+        lit = self.condition.literals[index]
+        if self.sql:
+            if cast is None:
+                return lit
+            return f"{'TRY_CAST' if try_cast else 'CAST'}({lit} AS {cast.simpleString()})"
+        from pyspark.sql.connect.column import Column
+        from pyspark.sql.connect.expressions import CastExpression
+
+        if cast is None:
+            return Column(lit)
+        return Column(CastExpression(lit, cast, "try" if try_cast else None))
+
+    def _renderer(self, casts: Casts) -> Callable[[Node], Any]:
+        literals = self.condition.literals
+        if self.sql:
+            sql = SqlRenderer(self._literal, literals, casts)
+            return lambda node: "(" + sql.render(node) + ")"
+        return ColumnRenderer(self._literal, literals, casts).render
+
+
+_UNREPRESENTABLE = object()
+
+
+@dataclass(frozen=True)
+class _Comparison:
+    """A column compared with literals typed together (one comparison, a BETWEEN's bounds,
+    an IN list's items)."""
+
+    ref: Ref
+    lits: tuple[Lit, ...]
+    in_list: bool = False
+    between: bool = False
+
+
+def _comparisons(node: Node) -> list[_Comparison]:
+    if isinstance(node, (AndNode, OrNode)):
+        return _comparisons(node.left) + _comparisons(node.right)
+    if isinstance(node, NotNode):
+        return _comparisons(node.child)
+    if isinstance(node, (Cmp, StartsWith)):
+        return [_Comparison(node.ref, (node.lit if isinstance(node, Cmp) else node.prefix,))]
+    if isinstance(node, Between):
+        return [_Comparison(node.ref, (node.low, node.high), between=True)]
+    if isinstance(node, InList):
+        return [_Comparison(node.ref, node.items, in_list=True)]
+    return []
+
+
+def _betweens(node: Node) -> list[Between]:
+    if isinstance(node, (AndNode, OrNode)):
+        return _betweens(node.left) + _betweens(node.right)
+    if isinstance(node, NotNode):
+        return _betweens(node.child)
+    return [node] if isinstance(node, Between) else []

@@ -1,0 +1,47 @@
+"""What kind of Spark session pqindex was handed, and what it can tell about its cluster.
+
+A Spark Connect session (``SparkSession.builder.remote(...)``) has no JVM gateway,
+``sparkContext``, RDDs or accumulators; a classic one has all of them. Everything in
+``pqindex.spark`` that needs the classic side asks ``is_connect`` first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:  # pyspark without the connect extras: only classic sessions exist
+        return False
+    return isinstance(spark, ConnectSession)
+
+
+def default_parallelism(spark: Any) -> int:
+    """How many tasks the cluster runs at once: ``sparkContext.defaultParallelism`` on a
+    classic session; on Connect, ``spark.default.parallelism`` when set, else
+    ``spark.sql.shuffle.partitions`` (which Spark itself uses for shuffles)."""
+    if not is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    for key in ("spark.default.parallelism", "spark.sql.shuffle.partitions"):
+        value = spark.conf.get(key, None)
+        if value:
+            try:
+                return max(1, int(value))
+            except ValueError:
+                continue
+    return 2
+
+
+def functions(spark: Any) -> Any:
+    """``pyspark.sql.functions`` for the kind of ``spark`` (the shared module picks one by
+    an environment variable, which is wrong for the other kind in a process holding both)."""
+    if is_connect(spark):
+        from pyspark.sql.connect import functions as connect_functions
+
+        return connect_functions
+    from pyspark.sql import functions as classic_functions
+
+    return classic_functions

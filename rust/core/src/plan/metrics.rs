@@ -1,0 +1,136 @@
+//! The counters a scan reports, declared once: the struct, its merge and the names
+//! `metrics()` shows all come from one list, and `explain()` reads the same fields.
+//!
+//! Counters are atomic so that the threads planning files and reading units add to one
+//! scan's counters without locks.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// One counter.
+#[derive(Debug, Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+    pub fn incr(&self) {
+        self.add(1);
+    }
+    pub fn set(&self, n: u64) {
+        self.0.store(n, Ordering::Relaxed);
+    }
+}
+
+impl Clone for Counter {
+    fn clone(&self) -> Self {
+        Counter(AtomicU64::new(self.get()))
+    }
+}
+
+impl PartialEq for Counter {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
+}
+
+/// Declares a struct of counters with `add` (field by field), `values` (name, value in
+/// declaration order) and `NAMES`.
+macro_rules! counters {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($(#[$doc:meta])* $field:ident,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Default, Clone, PartialEq)]
+        $vis struct $name {
+            $($(#[$doc])* pub $field: Counter,)*
+        }
+
+        impl $name {
+            /// Every counter's name, in the order `values` gives them.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($field)),*];
+
+            /// Add every counter of `other` to this one's.
+            pub fn add(&self, other: &$name) {
+                $(self.$field.add(other.$field.get());)*
+            }
+
+            /// (name, value) of every counter, in declaration order.
+            pub fn values(&self) -> Vec<(&'static str, u64)> {
+                vec![$((stringify!($field), self.$field.get())),*]
+            }
+        }
+    };
+}
+
+counters! {
+    /// What planning pruned and what reading fetched, summed over files and units.
+    pub struct Metrics {
+        /// Files listed.
+        files,
+        /// Files with nothing left to read.
+        files_pruned,
+        files_pruned_by_partition,
+        row_groups,
+        row_groups_pruned_by_stats,
+        row_groups_pruned_by_bloom,
+        row_groups_pruned_by_page_index,
+        /// Pages of the needed columns in kept row groups.
+        pages,
+        pages_pruned,
+        pages_read,
+        dictionary_pages_read,
+        /// Dictionary pages not read because no selected page of their chunk uses them.
+        dictionary_pages_skipped,
+        rows_selected,
+        rows_scanned,
+        rows_matched,
+        units,
+        units_read,
+        /// Groups of columns read side by side by a unit's spare threads.
+        column_groups_read,
+        footers_read,
+        footer_cache_hits,
+        page_indexes_read,
+        bloom_filters_read,
+        files_pruned_by_index,
+        row_groups_pruned_by_index,
+        /// Rows the page index left that embedded page-level indexes ruled out.
+        rows_pruned_by_index,
+        indexes_read,
+        indexes_skipped,
+        files_pruned_by_catalog,
+        /// Files a table's own per-file statistics ruled out.
+        files_pruned_by_table_stats,
+        /// Rows a table's deletes removed from the selection.
+        rows_deleted,
+        /// Kept files whose footer came from the catalog.
+        footers_from_catalog,
+        /// Files the catalog does not describe as they are now (added or changed since).
+        files_not_in_catalog,
+        bytes_read,
+        requests,
+        list_requests,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_add_and_list_in_declaration_order() {
+        let a = Metrics::default();
+        a.files.add(2);
+        a.pages_read.incr();
+        let b = Metrics::default();
+        b.files.add(3);
+        a.add(&b);
+        let values = a.values();
+        assert_eq!(values[0], ("files", 5));
+        assert_eq!(values.len(), Metrics::NAMES.len());
+        assert!(values.contains(&("pages_read", 1)));
+        assert_eq!(a.clone(), a);
+    }
+}

@@ -1,0 +1,91 @@
+//! Scan units: one row group of one planned file and the rows of it that may match. A
+//! unit is what one reader thread (or one Spark task's share) reads on its own.
+
+use std::sync::Arc;
+
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+
+use crate::error::{Error, Result};
+use crate::io::{FileHandle, FileIdentity, IoStats, StorageFile};
+use crate::plan::row_ranges::RowRanges;
+use crate::predicate::{Predicate, Value};
+
+/// A file the scan will read, with what the reader needs to open it safely.
+#[derive(Debug)]
+pub struct PlannedFile {
+    pub path: String,
+    pub identity: FileIdentity,
+    pub reader_metadata: ArrowReaderMetadata,
+    /// The scan's predicate with this file's partition values folded in.
+    pub predicate: Option<Predicate>,
+    pub partition_values: Vec<Option<Value>>,
+    /// The version planning opened, kept so that reading reads it even if the path was
+    /// replaced since; `None` when the scan holds too many files open already.
+    pub handle: Option<FileHandle>,
+    /// How the file's columns make the scan's, for a table's files; `None` when the
+    /// file has the scan's schema itself.
+    pub columns: Option<std::sync::Arc<crate::plan::ColumnMap>>,
+}
+
+impl PlannedFile {
+    /// A planned file whose footer (with its page index, when loaded) is `md`.
+    pub fn new(
+        identity: FileIdentity,
+        md: Arc<ParquetMetaData>,
+        predicate: Option<Predicate>,
+        partition_values: Vec<Option<Value>>,
+    ) -> Result<PlannedFile> {
+        // The reader skips unselected pages without reading them only when it has the
+        // OffsetIndex; without one it must not look for it.
+        let policy = if md.offset_index().is_some() {
+            PageIndexPolicy::Optional
+        } else {
+            PageIndexPolicy::Skip
+        };
+        let options = ArrowReaderOptions::new().with_page_index_policy(policy);
+        let reader_metadata = ArrowReaderMetadata::try_new(md, options)
+            .map_err(|e| Error::from(e).in_file(&identity.path))?;
+        Ok(PlannedFile {
+            path: identity.path.clone(),
+            identity,
+            reader_metadata,
+            predicate,
+            partition_values,
+            handle: None,
+            columns: None,
+        })
+    }
+
+    /// A reader of the planned version: through the kept handle, or by opening the path
+    /// again and checking it is still the file planned (`FileChanged` if not).
+    pub fn open(&self, stats: Arc<IoStats>) -> Result<StorageFile> {
+        match &self.handle {
+            Some(h) => h.reader(stats),
+            None => StorageFile::open_expecting(&self.path, &self.identity, stats),
+        }
+    }
+}
+
+impl PlannedFile {
+    /// The file's root columns the output's `roots` (root columns of the scan's schema)
+    /// read.
+    pub fn file_roots(&self, roots: &[usize]) -> Vec<usize> {
+        match &self.columns {
+            Some(map) => map.file_roots(roots),
+            None => roots.to_vec(),
+        }
+    }
+}
+
+/// One row group of one file and the rows of it that may match.
+#[derive(Debug, Clone)]
+pub struct ScanUnit {
+    pub file: Arc<PlannedFile>,
+    pub row_group: usize,
+    pub ranges: RowRanges,
+    pub row_group_rows: u64,
+    /// Per conjunct of the file's predicate, how many of `ranges` its pages may hold, so
+    /// the reader filters with the most selective first; empty when not known.
+    pub conjunct_rows: Vec<u64>,
+}

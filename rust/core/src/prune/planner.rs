@@ -1,0 +1,723 @@
+//! The planner: one access plan per file, narrowed stage by stage, coarse to fine.
+//!
+//! 1. partition values fold into the predicate (a file whose values rule it out is done);
+//! 2. a catalog's description of the file (bounds, blooms) rules it out unopened, and
+//!    hands over its footer;
+//! 3. the footer: statistics rule out row groups;
+//! 4. what the rest of planning reads (page index, bloom filters, index blocks) is fetched
+//!    at once; embedded indexes rule out the file;
+//! 5. Parquet bloom filters, then embedded indexes, rule out row groups;
+//! 6. the page index and embedded page-level indexes narrow each row group to rows;
+//! 7. what is left becomes scan units.
+//!
+//! Every stage asks its sources through [`Evidence`], so adding a source of evidence
+//! means implementing that trait, not touching this file's logic. Each stage combines its
+//! own evidence with that of the stages before it (a leaf is possible only if no source
+//! rules it out), and what it newly prunes is counted as its own.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use arrow_schema::Schema;
+use parquet::file::metadata::ParquetMetaData;
+use parquet::schema::types::SchemaDescriptor;
+
+use crate::error::{Error, Result};
+use crate::io::{FileIdentity, IoStats, StorageFile};
+use crate::metadata::page_index::{has_page_index, offset_index, page_boundaries};
+use crate::metadata::schema::{check_schema, leaves_of};
+use crate::metadata::MetadataCache;
+use crate::plan::{AccessPlan, ColumnMap, Metrics, PlannedFile, ScanUnit};
+use crate::predicate::{Predicate, Value};
+use crate::prune::evidence::{
+    file_may_match, row_group_may_match, rows_may_match, Evidence, Report, Source,
+};
+use crate::prune::page_index::{conjunct_rows, ColumnIndexes};
+use crate::prune::parquet_bloom::ParquetBlooms;
+use crate::prune::statistics::FooterStatistics;
+
+/// A file to plan: its path, identity as listed, and partition values.
+pub struct FileToPlan<'a> {
+    pub path: &'a str,
+    pub identity: &'a FileIdentity,
+    pub partition_values: &'a [Option<Value>],
+    /// Rows a table deleted from the file (sorted positions in file order).
+    pub deleted: Option<&'a [u64]>,
+}
+
+/// What a catalog knows of one data file, before the file is opened.
+pub trait DescribedFile: Evidence {
+    /// The file's footer with its page index, if the description carries it.
+    fn footer(&self) -> Option<Result<ParquetMetaData>>;
+}
+
+/// Per-file descriptions kept outside the files (a dataset catalog): evidence that rules
+/// files out without opening them, and their footers.
+pub trait FileCatalog: Sync {
+    /// The description of the file at `path` if it describes the file as it is now
+    /// (`identity`); `schema` is the dataset's, to read the description's values.
+    fn describe<'a>(
+        &'a self,
+        path: &str,
+        identity: &FileIdentity,
+        schema: &'a SchemaDescriptor,
+    ) -> Option<Box<dyn DescribedFile + 'a>>;
+}
+
+/// Makes the evidence of indexes a file carries itself (pqindex's embedded indexes).
+pub trait FileIndexEvidence: Sync {
+    /// The file's usable indexes as evidence; `None` when it has none.
+    fn open<'f>(
+        &self,
+        file: &'f StorageFile,
+        md: &'f ParquetMetaData,
+    ) -> Option<Box<dyn Evidence + 'f>>;
+}
+
+/// How a table's data file relates to the table: its columns (`ColumnMap`), and the scan's
+/// predicate (bound against the table's columns) in the file's own columns.
+pub trait SchemaAdapter: Sync {
+    /// The predicate for the file at `path` with footer `md`, and its column map. A leaf
+    /// on a column the file lacks folds to its value on NULL.
+    fn adapt(
+        &self,
+        path: &str,
+        predicate: Option<&Predicate>,
+        md: &ParquetMetaData,
+    ) -> Result<(Option<Predicate>, Arc<ColumnMap>)>;
+}
+
+/// Everything planning needs besides the file itself.
+pub struct PlanContext<'a> {
+    pub predicate: Option<&'a Predicate>,
+    /// The schema every file must produce.
+    pub schema: &'a Schema,
+    /// The dataset's Parquet schema.
+    pub descr: &'a SchemaDescriptor,
+    /// Root columns of the scan's schema the output reads (predicate leaves are added
+    /// per file).
+    pub projected_roots: &'a [usize],
+    pub cache: &'a MetadataCache,
+    pub io: &'a Arc<IoStats>,
+    /// The dataset's catalog, when planning uses one.
+    pub catalog: Option<&'a dyn FileCatalog>,
+    pub indexes: &'a dyn FileIndexEvidence,
+    /// A file already opened (the one the schema came from), with the bytes it fetched.
+    pub opened: Option<&'a StorageFile>,
+    /// Files whose handle the scan keeps; see [`HeldFiles`].
+    pub held: &'a HeldFiles,
+    /// For a table's files: how each file's columns make the table's. Without one, every
+    /// file must have the scan's schema.
+    pub adapter: Option<&'a dyn SchemaAdapter>,
+}
+
+/// How many planned files a scan keeps open, so that it reads the versions it planned even
+/// if a path is replaced before it is read (an atomic rewrite by `add_indexes`, say).
+/// Bounded: a scan of many thousands of files must not exhaust descriptors; files past
+/// the bound are opened again at read time and checked against the plan.
+#[derive(Debug, Default)]
+pub struct HeldFiles(std::sync::atomic::AtomicUsize);
+
+impl HeldFiles {
+    /// Files a scan keeps open at most.
+    pub const MAX: usize = 256;
+
+    /// Whether one more file may be kept open.
+    pub fn take(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < Self::MAX).then_some(n + 1)
+            })
+            .is_ok()
+    }
+}
+
+/// The plan of one file.
+#[derive(Debug, Default)]
+pub struct FilePlan {
+    pub units: Vec<ScanUnit>,
+    pub metrics: Metrics,
+    /// One line for `explain()`.
+    pub summary: String,
+    /// Indexes and catalog entries that could not be used, and why.
+    pub warnings: Vec<String>,
+}
+
+impl FilePlan {
+    fn pruned(metrics: Metrics, summary: String, warnings: Vec<String>) -> FilePlan {
+        metrics.files_pruned.set(1);
+        FilePlan {
+            units: Vec::new(),
+            metrics,
+            summary,
+            warnings,
+        }
+    }
+}
+
+/// Plan one file.
+pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
+    let m = Metrics::default();
+    m.files.set(1);
+    let path = f.path;
+    // 1. Partition values. Binding copies the predicate: only files with values need it.
+    let predicate: Option<Cow<Predicate>> = ctx.predicate.map(|p| {
+        if f.partition_values.is_empty() {
+            Cow::Borrowed(p)
+        } else {
+            Cow::Owned(p.bind_partitions(f.partition_values))
+        }
+    });
+    if matches!(
+        predicate.as_deref(),
+        Some(Predicate::Const(Some(false)) | Predicate::Const(None))
+    ) {
+        m.files_pruned_by_partition.set(1);
+        let summary = format!("{path}: pruned by {}", Source::Partition.what());
+        return Ok(FilePlan::pruned(m, summary, Vec::new()));
+    }
+    let predicate = predicate.filter(|p| **p != Predicate::Const(Some(true)));
+    let pred = predicate.as_deref();
+
+    // 2. The catalog's (or the table's) description.
+    let mut warnings = Vec::new();
+    if let Some(catalog) = ctx.catalog {
+        match catalog.describe(path, f.identity, ctx.descr) {
+            Some(mut described) => {
+                let source = described.source();
+                if let Some(p) = pred {
+                    if !file_may_match(p, &mut [described.as_mut()])? {
+                        match source {
+                            Source::TableStats => m.files_pruned_by_table_stats.set(1),
+                            _ => m.files_pruned_by_catalog.set(1),
+                        }
+                        let summary = format!("{path}: pruned by {}", source.what());
+                        return Ok(FilePlan::pruned(m, summary, warnings));
+                    }
+                }
+                if source == Source::Catalog {
+                    if ctx.cache.contains(f.identity) {
+                        m.footers_from_catalog.set(1);
+                    } else {
+                        match described.footer() {
+                            Some(Ok(md)) => {
+                                ctx.cache.seed(f.identity.clone(), Arc::new(md), true);
+                                m.footers_from_catalog.set(1);
+                            }
+                            Some(Err(e)) => {
+                                warnings.push(format!(
+                                    "{path}: the catalog's footer is unusable ({e}); read from the file"
+                                ));
+                                m.files_not_in_catalog.set(1);
+                            }
+                            None => m.files_not_in_catalog.set(1),
+                        }
+                    }
+                }
+            }
+            None => m.files_not_in_catalog.set(1),
+        }
+    }
+
+    // 3. The footer.
+    let file = match ctx.opened {
+        Some(o) if o.path() == path && o.identity().as_ref() == f.identity => o.clone(),
+        _ => StorageFile::open_listed(path, f.identity, ctx.io.clone())?,
+    };
+    let (md, outcome) = ctx.cache.get(&file, false)?;
+    if outcome.footer_hit {
+        m.footer_cache_hits.incr();
+    } else {
+        m.footers_read.incr();
+    }
+    if outcome.page_index_loaded {
+        m.page_indexes_read.incr();
+    }
+    // A table's file is read in the table's terms; any other must have the scan's schema.
+    let (adapted, columns) = match ctx.adapter {
+        Some(adapter) => {
+            if file.identity().size != f.identity.size {
+                return Err(Error::Source(format!(
+                    "{path}: the table records {} bytes, the file has {}; the table is damaged or the file was replaced",
+                    f.identity.size,
+                    file.identity().size
+                )));
+            }
+            let (p, map) = adapter.adapt(path, pred, &md)?;
+            (p, Some(map))
+        }
+        None => {
+            check_schema(path, &md, ctx.schema)?;
+            (pred.cloned(), None)
+        }
+    };
+    let pred = adapted
+        .as_ref()
+        .filter(|p| **p != Predicate::Const(Some(true)));
+    if matches!(pred, Some(Predicate::Const(_))) {
+        m.row_groups.set(md.num_row_groups() as u64);
+        let summary = format!("{path}: no row can match (columns it lacks are NULL)");
+        return Ok(FilePlan::pruned(m, summary, warnings));
+    }
+    m.row_groups.set(md.num_row_groups() as u64);
+    let rows: Vec<u64> = md
+        .row_groups()
+        .iter()
+        .map(|g| g.num_rows().max(0) as u64)
+        .collect();
+    let mut access = AccessPlan::new(rows);
+    // Opened now, so that indexes it cannot use are reported whatever prunes the file.
+    let mut indexes = ctx.indexes.open(&file, &md);
+
+    let Some(pred) = pred else {
+        let report = indexes.as_deref().map(|ix| ix.report());
+        return units_of(
+            f,
+            ctx,
+            &file,
+            md.clone(),
+            None,
+            access,
+            report,
+            m,
+            warnings,
+            columns,
+        );
+    };
+    let mut statistics = FooterStatistics::new(&md);
+    for rg in 0..access.row_groups() {
+        if !row_group_may_match(pred, rg, &mut [&mut statistics])? {
+            m.row_groups_pruned_by_stats.incr();
+            access.skip(rg);
+        }
+    }
+    if access.kept().is_empty() {
+        let report = indexes.as_deref().map(|ix| ix.report());
+        return units_of(
+            f,
+            ctx,
+            &file,
+            md.clone(),
+            Some(pred),
+            access,
+            report,
+            m,
+            warnings,
+            columns,
+        );
+    }
+
+    // 4. Fetch what the finer stages read, then let embedded indexes rule out the file.
+    let mut blooms = ParquetBlooms::new(&file, &md, &m.bloom_filters_read);
+    {
+        let leaves: Vec<usize> = pred.columns().iter().filter_map(|c| c.leaf).collect();
+        let kept = access.kept();
+        let mut ranges = ColumnIndexes::new(&md).planning_ranges(&leaves, &kept);
+        ranges.extend(blooms.planning_ranges(&leaves, &kept));
+        if let Some(ix) = &indexes {
+            ranges.extend(ix.planning_ranges(&leaves, &kept));
+        }
+        let size = file.identity().size;
+        ranges.retain(|r| r.end <= size);
+        file.prefetch(ranges)?;
+    }
+    if let Some(ix) = indexes.as_deref_mut() {
+        if !file_may_match(pred, &mut [ix])? {
+            m.row_groups_pruned_by_index.set(access.kept().len() as u64);
+            let report = ix.report();
+            record_report(&m, &report, &mut warnings);
+            m.files_pruned_by_index.set(1);
+            let summary = format!(
+                "{path}: pruned by embedded {} index",
+                report.used.join(" and ")
+            );
+            return Ok(FilePlan::pruned(m, summary, warnings));
+        }
+    }
+
+    // 5. Row groups by Parquet bloom filters, then by embedded indexes.
+    for rg in access.kept() {
+        if !row_group_may_match(pred, rg, &mut [&mut statistics, &mut blooms])? {
+            m.row_groups_pruned_by_bloom.incr();
+            access.skip(rg);
+            continue;
+        }
+        if let Some(ix) = indexes.as_deref_mut() {
+            if !row_group_may_match(pred, rg, &mut [&mut statistics, &mut blooms, ix])? {
+                m.row_groups_pruned_by_index.incr();
+                access.skip(rg);
+            }
+        }
+    }
+
+    // 6. Rows: the page index, then embedded page-level indexes. The page index is loaded
+    // only when a row group is left to narrow.
+    let paged = if !access.kept().is_empty() && has_page_index(&md) {
+        let (loaded, outcome) = ctx.cache.get(&file, true)?;
+        if outcome.page_index_loaded {
+            m.page_indexes_read.incr();
+        }
+        loaded
+    } else {
+        md.clone()
+    };
+    let mut pages = ColumnIndexes::new(&paged);
+    for rg in access.kept() {
+        let rows = access.rows(rg);
+        let by_pages = rows_may_match(pred, rg, rows, &mut [&mut pages])?;
+        let narrowed = match indexes.as_deref_mut() {
+            Some(ix) => {
+                let both = rows_may_match(pred, rg, rows, &mut [&mut pages, ix])?;
+                m.rows_pruned_by_index
+                    .add(by_pages.row_count() - both.row_count());
+                both
+            }
+            None => by_pages,
+        };
+        access.select(rg, &narrowed);
+        if access.ranges(rg).is_empty() {
+            m.row_groups_pruned_by_page_index.incr();
+        }
+    }
+    let report = indexes.as_deref().map(|ix| ix.report());
+    units_of(
+        f,
+        ctx,
+        &file,
+        paged,
+        Some(pred),
+        access,
+        report,
+        m,
+        warnings,
+        columns,
+    )
+}
+
+fn record_report(m: &Metrics, report: &Report, warnings: &mut Vec<String>) {
+    m.indexes_read.set(report.read);
+    m.indexes_skipped.set(report.warnings.len() as u64);
+    warnings.splice(0..0, report.warnings.iter().cloned());
+}
+
+/// 7. The kept rows as units, with the pages they keep counted and the file's summary.
+#[allow(clippy::too_many_arguments)]
+fn units_of(
+    f: &FileToPlan,
+    ctx: &PlanContext,
+    file: &StorageFile,
+    md: Arc<ParquetMetaData>,
+    pred: Option<&Predicate>,
+    mut access: AccessPlan,
+    report: Option<Report>,
+    m: Metrics,
+    mut warnings: Vec<String>,
+    columns: Option<Arc<ColumnMap>>,
+) -> Result<FilePlan> {
+    let path = f.path;
+    if let Some(r) = &report {
+        record_report(&m, r, &mut warnings);
+    }
+    // Rows the table deleted leave the selection before any page is read.
+    if let Some(deleted) = f.deleted {
+        m.rows_deleted.add(access.remove_positions(deleted));
+    }
+    let roots = match &columns {
+        Some(map) => map.file_roots(ctx.projected_roots),
+        None => ctx.projected_roots.to_vec(),
+    };
+    let mut needed: Vec<usize> = leaves_of(md.file_metadata().schema_descr(), &roots);
+    if let Some(p) = pred {
+        needed.extend(p.columns().iter().filter_map(|c| c.leaf));
+    }
+    needed.sort_unstable();
+    needed.dedup();
+    let mut planned = PlannedFile::new(
+        file.identity().as_ref().clone(),
+        md.clone(),
+        pred.cloned(),
+        f.partition_values.to_vec(),
+    )?;
+    if !access.kept().is_empty() && ctx.held.take() {
+        planned.handle = Some(file.handle());
+    }
+    planned.columns = columns;
+    let planned = Arc::new(planned);
+    let mut units = Vec::new();
+    for rg in access.kept() {
+        let rows = access.rows(rg);
+        let ranges = access.ranges(rg);
+        for &leaf in &needed {
+            if let Some(oi) = offset_index(&md, rg, leaf) {
+                let bounds = page_boundaries(oi, rows);
+                for w in bounds.windows(2) {
+                    m.pages.incr();
+                    if !ranges.overlaps(&(w[0]..w[1].max(w[0]))) {
+                        m.pages_pruned.incr();
+                    }
+                }
+            }
+        }
+        m.rows_selected.add(ranges.row_count());
+        let conjunct_rows = pred.map_or_else(Vec::new, |p| conjunct_rows(&md, rg, p, &ranges));
+        units.push(ScanUnit {
+            file: planned.clone(),
+            row_group: rg,
+            ranges,
+            row_group_rows: rows,
+            conjunct_rows,
+        });
+    }
+    if units.is_empty() {
+        m.files_pruned.set(1);
+    }
+    let kinds = report.map(|r| r.used).unwrap_or_default();
+    let by_index = if kinds.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", {} by embedded {} index ({} rows ruled out within row groups)",
+            m.row_groups_pruned_by_index.get(),
+            kinds.join(" and "),
+            m.rows_pruned_by_index.get()
+        )
+    };
+    let summary = format!(
+        "{path}: {} row groups, {} pruned by statistics, {} by bloom filters{by_index}, {} by page index; {} rows selected{}",
+        m.row_groups.get(),
+        m.row_groups_pruned_by_stats.get(),
+        m.row_groups_pruned_by_bloom.get(),
+        m.row_groups_pruned_by_page_index.get(),
+        m.rows_selected.get(),
+        if pred.is_some() && !has_page_index(&md) {
+            " (no page index)"
+        } else {
+            ""
+        }
+    );
+    Ok(FilePlan {
+        units,
+        metrics: m,
+        summary,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::index::evidence::EmbeddedIndexes;
+    use crate::query::binding::Binding;
+    use crate::testing::{int64s, strings, write_file, Layout};
+
+    /// 4 row groups of 1,000 rows, 100-row pages: `k` sorted 0..4000, `u` = k * 7 % 4000
+    /// (unsorted), `s` = "s<k>" with a Parquet bloom filter.
+    fn file(dir: &std::path::Path) -> String {
+        write_file(
+            dir,
+            "f.parquet",
+            vec![
+                ("k", int64s(0..4000)),
+                ("u", int64s((0..4000).map(|k| k * 7 % 4000))),
+                ("s", strings((0..4000).map(|k| Some(format!("s{k:04}"))))),
+            ],
+            Layout {
+                row_group_size: 1000,
+                page_rows: Some(100),
+                bloom: &["s"],
+            },
+        )
+    }
+
+    /// Plan `path` with `predicate`, with the given catalog.
+    fn plan_with(path: &str, predicate: &str, catalog: Option<&dyn FileCatalog>) -> FilePlan {
+        let footer =
+            crate::metadata::read_metadata(path, false, &MetadataCache::new(1 << 20)).unwrap();
+        let cache = MetadataCache::new(1 << 24);
+        let binding = Binding::of(&footer.metadata, path, Vec::new()).unwrap();
+        let pred = binding.bind_where(Some(predicate), 0).unwrap();
+        let identity = FileIdentity::stat(path).unwrap();
+        let io = Arc::new(IoStats::default());
+        let ctx = PlanContext {
+            predicate: pred.as_ref(),
+            schema: &binding.schema,
+            descr: &binding.descr,
+            projected_roots: &[0],
+            cache: &cache,
+            io: &io,
+            catalog,
+            indexes: &EmbeddedIndexes,
+            opened: None,
+            held: &HeldFiles::default(),
+            adapter: None,
+        };
+        let f = FileToPlan {
+            path,
+            identity: &identity,
+            partition_values: &[],
+            deleted: None,
+        };
+        plan_file(&f, &ctx).unwrap()
+    }
+
+    fn plan(path: &str, predicate: &str) -> FilePlan {
+        plan_with(path, predicate, None)
+    }
+
+    #[test]
+    fn statistics_rule_out_row_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file(dir.path());
+        let p = plan(&path, "k < 100");
+        assert_eq!(p.metrics.row_groups.get(), 4);
+        assert_eq!(p.metrics.row_groups_pruned_by_stats.get(), 3);
+        assert_eq!(p.units.len(), 1);
+        // Nothing below the minimum: the file has nothing to read.
+        let none = plan(&path, "k < 0");
+        assert_eq!(none.metrics.row_groups_pruned_by_stats.get(), 4);
+        assert!(none.units.is_empty());
+        assert_eq!(none.metrics.files_pruned.get(), 1);
+    }
+
+    #[test]
+    fn parquet_blooms_rule_out_what_statistics_keep() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file(dir.path());
+        // Within every row group's bounds of the first one, absent from all.
+        let p = plan(&path, "s = 's0000x'");
+        assert_eq!(p.metrics.row_groups_pruned_by_stats.get(), 3);
+        assert_eq!(p.metrics.row_groups_pruned_by_bloom.get(), 1);
+        assert_eq!(p.metrics.bloom_filters_read.get(), 1);
+        assert!(p.units.is_empty());
+        // Present: kept, and narrowed to its page by the page index.
+        let p = plan(&path, "s = 's1234'");
+        assert_eq!(p.units.len(), 1);
+        assert_eq!(p.units[0].ranges.row_count(), 100);
+    }
+
+    #[test]
+    fn the_page_index_narrows_rows_and_each_conjunct_is_estimated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file(dir.path());
+        let p = plan(&path, "k BETWEEN 1150 AND 1249");
+        assert_eq!(p.units.len(), 1);
+        assert_eq!(p.units[0].row_group, 1);
+        assert_eq!(p.metrics.rows_selected.get(), 200);
+        assert_eq!(p.metrics.pages_pruned.get(), 8);
+        // Two conjuncts: the reader learns which is the more selective.
+        let p = plan(&path, "k >= 0 AND k = 3001");
+        assert_eq!(p.units.len(), 1);
+        assert_eq!(p.units[0].conjunct_rows, vec![100, 100]);
+        let p = plan(&path, "u >= 0 AND k >= 3000");
+        assert_eq!(p.units.len(), 1);
+        assert_eq!(p.units[0].conjunct_rows, vec![1000, 1000]);
+    }
+
+    #[test]
+    fn or_keeps_what_either_side_may_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file(dir.path());
+        let p = plan(&path, "k < 50 OR k >= 3950");
+        let kept: Vec<usize> = p.units.iter().map(|u| u.row_group).collect();
+        assert_eq!(kept, vec![0, 3]);
+        assert_eq!(p.metrics.rows_selected.get(), 200);
+    }
+
+    /// A catalog that knows every file and says no row of it has `k = 42`.
+    struct NoFortyTwo;
+
+    struct Described;
+
+    impl Evidence for Described {
+        fn source(&self) -> Source {
+            Source::Catalog
+        }
+        fn file(&mut self, leaf: &Predicate) -> Result<Option<bool>> {
+            Ok(Some(!leaf.to_string().contains("42")))
+        }
+    }
+
+    impl DescribedFile for Described {
+        fn footer(&self) -> Option<Result<ParquetMetaData>> {
+            None
+        }
+    }
+
+    impl FileCatalog for NoFortyTwo {
+        fn describe<'a>(
+            &'a self,
+            _path: &str,
+            _identity: &FileIdentity,
+            _schema: &'a SchemaDescriptor,
+        ) -> Option<Box<dyn DescribedFile + 'a>> {
+            Some(Box::new(Described))
+        }
+    }
+
+    #[test]
+    fn a_catalog_rules_files_out_unopened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file(dir.path());
+        let p = plan_with(&path, "k = 42", Some(&NoFortyTwo));
+        assert_eq!(p.metrics.files_pruned_by_catalog.get(), 1);
+        assert_eq!(p.metrics.footers_read.get(), 0, "the file was not opened");
+        assert!(p.summary.contains("catalog"), "{}", p.summary);
+        // A leaf it cannot rule out keeps the file; without a footer from the catalog, the
+        // file's own is read.
+        let p = plan_with(&path, "k = 43", Some(&NoFortyTwo));
+        assert_eq!(p.metrics.files_pruned_by_catalog.get(), 0);
+        assert_eq!(p.metrics.files_not_in_catalog.get(), 1);
+        assert_eq!(p.units.len(), 1);
+        // Under OR, a leaf the catalog rules out leaves the other one.
+        let p = plan_with(&path, "k = 42 OR k = 43", Some(&NoFortyTwo));
+        assert_eq!(p.units.len(), 1);
+    }
+
+    #[test]
+    fn partition_values_decide_before_anything_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file(dir.path());
+        let cache = MetadataCache::new(1 << 24);
+        let footer = crate::metadata::read_metadata(&path, false, &cache).unwrap();
+        let part = arrow_schema::Field::new("p", arrow_schema::DataType::Int64, true);
+        let binding = Binding::of(&footer.metadata, &path, vec![part]).unwrap();
+        let pred = binding.bind_where(Some("p = 1 AND k < 10"), 0).unwrap();
+        let identity = FileIdentity::stat(&path).unwrap();
+        let io = Arc::new(IoStats::default());
+        let ctx = PlanContext {
+            predicate: pred.as_ref(),
+            schema: &binding.schema,
+            descr: &binding.descr,
+            projected_roots: &[0],
+            cache: &MetadataCache::new(1 << 24),
+            io: &io,
+            catalog: None,
+            indexes: &EmbeddedIndexes,
+            opened: None,
+            held: &HeldFiles::default(),
+            adapter: None,
+        };
+        let other = [Some(Value::Int(2))];
+        let f = FileToPlan {
+            path: &path,
+            identity: &identity,
+            partition_values: &other,
+            deleted: None,
+        };
+        let p = plan_file(&f, &ctx).unwrap();
+        assert_eq!(p.metrics.files_pruned_by_partition.get(), 1);
+        assert_eq!(p.metrics.footers_read.get(), 0);
+        let this = [Some(Value::Int(1))];
+        let f = FileToPlan {
+            partition_values: &this,
+            ..f
+        };
+        let p = plan_file(&f, &ctx).unwrap();
+        assert_eq!(p.metrics.rows_selected.get(), 100);
+        // The planned file carries the predicate with its partition value folded in.
+        let folded = p.units[0].file.predicate.as_ref().unwrap().to_string();
+        assert!(!folded.contains('p'), "{folded}");
+    }
+}

@@ -1,0 +1,431 @@
+//! "Could any row here satisfy the predicate?" from min/max/null-count statistics, for a
+//! column chunk (footer) or a page (ColumnIndex).
+//!
+//! Only what the format guarantees is used: bounds from a column order the file declares,
+//! legacy min/max only where their signed order is the type's order, no float bound when
+//! NaN could satisfy the predicate (statistics leave NaN out), and `!=` only on exact
+//! bounds. Truncated bounds are still bounds (a truncated min is below the true min).
+
+use arrow_schema::DataType;
+use parquet::basic::{ColumnOrder, SortOrder, Type as PhysicalType};
+use parquet::file::metadata::ParquetMetaData;
+
+use crate::error::Result;
+use crate::predicate::expr::{CmpOp, ColumnRef, Predicate};
+use crate::predicate::value::{float_cmp, Domain, Value};
+use crate::prune::evidence::{Evidence, Source};
+
+/// What is known about the values of one column in a chunk or a page.
+#[derive(Debug, Clone, Default)]
+pub struct ChunkStats {
+    pub min: Option<Value>,
+    pub max: Option<Value>,
+    /// Both bounds are the actual min and max (not truncated).
+    pub exact: bool,
+    pub null_count: Option<u64>,
+    /// Rows (one value per row: predicates never reach repeated columns).
+    pub rows: u64,
+    /// Known to hold only NULLs (a ColumnIndex null page).
+    pub all_null: bool,
+}
+
+/// Could a row described by `stats` satisfy the leaf predicate `leaf`?
+pub fn leaf_may_match(leaf: &Predicate, stats: &ChunkStats) -> bool {
+    let all_null = stats.all_null || (stats.rows > 0 && stats.null_count == Some(stats.rows));
+    match leaf {
+        Predicate::IsNull { negated: false, .. } => stats.null_count != Some(0) || stats.all_null,
+        _ if all_null => false,
+        Predicate::IsNull { negated: true, .. } => true,
+        Predicate::NullOr { value, .. } => *value,
+        Predicate::Cmp { col, op, value } => {
+            if is_float(col) && nan_could_satisfy(*op, value) {
+                return true;
+            }
+            cmp_may_match(*op, value, stats)
+        }
+        Predicate::InList {
+            col,
+            values,
+            negated: false,
+        } => values
+            .iter()
+            .any(|v| (is_float(col) && v.is_nan()) || cmp_may_match(CmpOp::Eq, v, stats)),
+        Predicate::InList {
+            col,
+            values,
+            negated: true,
+        } => {
+            if is_float(col) && !values.iter().any(Value::is_nan) {
+                return true;
+            }
+            values.iter().all(|v| cmp_may_match(CmpOp::NotEq, v, stats))
+        }
+        Predicate::Const(c) => *c == Some(true),
+        Predicate::And(_) | Predicate::Or(_) => true,
+    }
+}
+
+fn is_float(col: &ColumnRef) -> bool {
+    matches!(col.domain, Domain::Float32 | Domain::Float64)
+}
+
+/// Whether a NaN value could make `x op value` TRUE (NaN is largest and equals NaN).
+fn nan_could_satisfy(op: CmpOp, value: &Value) -> bool {
+    let nan = Value::Float(f64::NAN);
+    op.holds(nan.sql_cmp(value))
+}
+
+fn cmp_may_match(op: CmpOp, v: &Value, s: &ChunkStats) -> bool {
+    use std::cmp::Ordering::*;
+    let ge_min = |strict: bool| {
+        s.min.as_ref().is_none_or(|m| {
+            let o = ordered(v, m);
+            if strict {
+                o == Greater
+            } else {
+                o != Less
+            }
+        })
+    };
+    let le_max = |strict: bool| {
+        s.max.as_ref().is_none_or(|m| {
+            let o = ordered(v, m);
+            if strict {
+                o == Less
+            } else {
+                o != Greater
+            }
+        })
+    };
+    match op {
+        CmpOp::Eq => ge_min(false) && le_max(false),
+        // x < v is possible iff min < v
+        CmpOp::Lt => ge_min(true),
+        CmpOp::LtEq => ge_min(false),
+        CmpOp::Gt => le_max(true),
+        CmpOp::GtEq => le_max(false),
+        CmpOp::NotEq => match (&s.min, &s.max) {
+            (Some(min), Some(max)) if s.exact => {
+                !(ordered(min, v) == Equal && ordered(max, v) == Equal)
+            }
+            _ => true,
+        },
+    }
+}
+
+fn ordered(a: &Value, b: &Value) -> std::cmp::Ordering {
+    match (a, b) {
+        (Value::Float(x), Value::Float(y)) => float_cmp(*x, *y),
+        _ => a.sql_cmp(b),
+    }
+}
+
+/// Decode a plain-encoded statistic of `col` stored with `physical` type.
+pub fn decode(bytes: &[u8], physical: PhysicalType, col: &ColumnRef) -> Option<Value> {
+    let unsigned = matches!(
+        col.data_type,
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
+    );
+    match (col.domain, physical) {
+        (Domain::Bool, PhysicalType::BOOLEAN) => bytes.first().map(|b| Value::Bool(*b != 0)),
+        (Domain::Int { .. }, PhysicalType::INT32) => {
+            let v = i32::from_le_bytes(bytes.get(..4)?.try_into().ok()?);
+            Some(Value::Int(if unsigned {
+                i128::from(v as u32)
+            } else {
+                i128::from(v)
+            }))
+        }
+        (Domain::Int { .. }, PhysicalType::INT64) => {
+            let v = i64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+            Some(Value::Int(if unsigned {
+                i128::from(v as u64)
+            } else {
+                i128::from(v)
+            }))
+        }
+        (Domain::Int { .. }, PhysicalType::BYTE_ARRAY | PhysicalType::FIXED_LEN_BYTE_ARRAY) => {
+            big_endian_i128(bytes).map(Value::Int)
+        }
+        (Domain::Float32, PhysicalType::FLOAT) => {
+            let v = f32::from_le_bytes(bytes.get(..4)?.try_into().ok()?);
+            (!v.is_nan()).then_some(Value::Float(f64::from(v)))
+        }
+        (Domain::Float64, PhysicalType::DOUBLE) => {
+            let v = f64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+            (!v.is_nan()).then_some(Value::Float(v))
+        }
+        (
+            Domain::Utf8 | Domain::Binary,
+            PhysicalType::BYTE_ARRAY | PhysicalType::FIXED_LEN_BYTE_ARRAY,
+        ) => Some(Value::Bytes(bytes.to_vec())),
+        _ => None,
+    }
+}
+
+/// A big-endian two's complement integer of 1 to 16 bytes (decimals in byte arrays).
+pub fn big_endian_i128(bytes: &[u8]) -> Option<i128> {
+    if bytes.is_empty() || bytes.len() > 16 {
+        return None;
+    }
+    let fill = if bytes[0] & 0x80 != 0 { 0xFF } else { 0 };
+    let mut buf = [fill; 16];
+    buf[16 - bytes.len()..].copy_from_slice(bytes);
+    Some(i128::from_be_bytes(buf))
+}
+
+/// Whether the min/max statistics of leaf `leaf` may be used, given the file's column
+/// order and whether they came from the legacy (signed-order) fields.
+pub fn bounds_usable(md: &ParquetMetaData, leaf: usize, col: &ColumnRef, legacy: bool) -> bool {
+    if !col.prunable {
+        return false;
+    }
+    let physical = md
+        .file_metadata()
+        .schema_descr()
+        .column(leaf)
+        .physical_type();
+    let unsigned = matches!(
+        col.data_type,
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
+    );
+    // Legacy min/max were computed with a signed comparison: right for signed numbers and
+    // booleans, wrong for unsigned integers and for bytes.
+    let legacy_ok = !unsigned
+        && matches!(
+            physical,
+            PhysicalType::BOOLEAN
+                | PhysicalType::INT32
+                | PhysicalType::INT64
+                | PhysicalType::FLOAT
+                | PhysicalType::DOUBLE
+        );
+    match md.file_metadata().column_order(leaf) {
+        ColumnOrder::TYPE_DEFINED_ORDER(SortOrder::UNDEFINED) => false,
+        ColumnOrder::TYPE_DEFINED_ORDER(_) => !legacy || legacy_ok,
+        ColumnOrder::UNDEFINED => legacy_ok,
+        ColumnOrder::UNKNOWN => false,
+    }
+}
+
+/// The footer statistics of `col` in row group `rg`, or `None` when there are none that
+/// can be trusted.
+pub fn row_group_stats(md: &ParquetMetaData, rg: usize, col: &ColumnRef) -> Option<ChunkStats> {
+    let leaf = col.leaf?;
+    let rg_md = md.row_group(rg);
+    let chunk = rg_md.column(leaf);
+    let stats = chunk.statistics()?;
+    let rows = u64::try_from(rg_md.num_rows()).ok()?;
+    let usable = bounds_usable(md, leaf, col, stats.is_min_max_deprecated());
+    let physical = chunk.column_type();
+    let (min, max) = if usable {
+        (
+            stats.min_bytes_opt().and_then(|b| decode(b, physical, col)),
+            stats.max_bytes_opt().and_then(|b| decode(b, physical, col)),
+        )
+    } else {
+        (None, None)
+    };
+    Some(ChunkStats {
+        exact: stats.min_is_exact() && stats.max_is_exact(),
+        min,
+        max,
+        null_count: stats.null_count_opt(),
+        rows,
+        all_null: false,
+    })
+}
+
+/// Whether a row of row group `rg` may satisfy `leaf`, by its footer statistics (`true`
+/// when there are none to trust).
+pub fn row_group_may_match(md: &ParquetMetaData, rg: usize, leaf: &Predicate) -> bool {
+    match leaf.column().and_then(|c| row_group_stats(md, rg, c)) {
+        Some(s) => leaf_may_match(leaf, &s),
+        None => true,
+    }
+}
+
+/// The footer statistics of a file's column chunks, as evidence for its row groups.
+pub struct FooterStatistics<'a> {
+    md: &'a ParquetMetaData,
+}
+
+impl<'a> FooterStatistics<'a> {
+    pub fn new(md: &'a ParquetMetaData) -> Self {
+        FooterStatistics { md }
+    }
+}
+
+impl Evidence for FooterStatistics<'_> {
+    fn source(&self) -> Source {
+        Source::Statistics
+    }
+
+    fn row_group(&mut self, rg: usize, leaf: &Predicate) -> Result<Option<bool>> {
+        Ok(Some(row_group_may_match(self.md, rg, leaf)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    /// The footer (with page index) of 3 row groups of 1,000 sorted keys in 100-row pages,
+    /// with a Parquet bloom filter on `k`, and its bound predicate for `text`.
+    fn evidence_file(
+        dir: &std::path::Path,
+        text: &str,
+    ) -> (
+        String,
+        std::sync::Arc<parquet::file::metadata::ParquetMetaData>,
+        Predicate,
+    ) {
+        use crate::testing::{int64s, write_file, Layout};
+        let path = write_file(
+            dir,
+            "e.parquet",
+            vec![("k", int64s(0..3000))],
+            Layout {
+                row_group_size: 1000,
+                page_rows: Some(100),
+                bloom: &["k"],
+            },
+        );
+        let md = crate::metadata::read_metadata(
+            &path,
+            true,
+            &crate::metadata::MetadataCache::new(1 << 20),
+        )
+        .unwrap()
+        .metadata;
+        let binding = crate::query::binding::Binding::of(&md, &path, Vec::new()).unwrap();
+        let pred = binding.bind_where(Some(text), 0).unwrap().unwrap();
+        (path, md, pred)
+    }
+
+    #[test]
+    fn footer_statistics_answer_for_row_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, md, pred) = evidence_file(dir.path(), "k >= 1500");
+        let mut s = FooterStatistics::new(&md);
+        let answers: Vec<Option<bool>> = (0..3).map(|rg| s.row_group(rg, &pred).unwrap()).collect();
+        assert_eq!(answers, [Some(false), Some(true), Some(true)]);
+        assert_eq!(
+            s.rows(0, &pred).unwrap(),
+            None,
+            "statistics know nothing of rows"
+        );
+    }
+
+    use crate::predicate::expr::Column;
+
+    fn col(dt: DataType) -> Column {
+        ColumnRef::for_test("x", dt)
+    }
+
+    fn stats(min: Value, max: Value) -> ChunkStats {
+        ChunkStats {
+            min: Some(min),
+            max: Some(max),
+            exact: true,
+            null_count: Some(0),
+            rows: 10,
+            all_null: false,
+        }
+    }
+
+    fn cmp(c: &Column, op: CmpOp, v: Value) -> Predicate {
+        Predicate::Cmp {
+            col: c.clone(),
+            op,
+            value: v,
+        }
+    }
+
+    #[test]
+    fn integer_ranges() {
+        let c = col(DataType::Int32);
+        let s = stats(Value::Int(10), Value::Int(20));
+        assert!(!leaf_may_match(&cmp(&c, CmpOp::Eq, Value::Int(9)), &s));
+        assert!(leaf_may_match(&cmp(&c, CmpOp::Eq, Value::Int(10)), &s));
+        assert!(!leaf_may_match(&cmp(&c, CmpOp::Lt, Value::Int(10)), &s));
+        assert!(leaf_may_match(&cmp(&c, CmpOp::LtEq, Value::Int(10)), &s));
+        assert!(!leaf_may_match(&cmp(&c, CmpOp::Gt, Value::Int(20)), &s));
+        let one = stats(Value::Int(5), Value::Int(5));
+        assert!(!leaf_may_match(&cmp(&c, CmpOp::NotEq, Value::Int(5)), &one));
+        let inexact = ChunkStats {
+            exact: false,
+            ..one
+        };
+        assert!(leaf_may_match(
+            &cmp(&c, CmpOp::NotEq, Value::Int(5)),
+            &inexact
+        ));
+    }
+
+    #[test]
+    fn floats_never_prune_what_nan_satisfies() {
+        let c = col(DataType::Float64);
+        let s = stats(Value::Float(1.0), Value::Float(2.0));
+        assert!(leaf_may_match(&cmp(&c, CmpOp::Gt, Value::Float(5.0)), &s));
+        assert!(!leaf_may_match(&cmp(&c, CmpOp::Lt, Value::Float(0.5)), &s));
+        assert!(leaf_may_match(
+            &cmp(&c, CmpOp::Eq, Value::Float(f64::NAN)),
+            &s
+        ));
+        assert!(!leaf_may_match(
+            &cmp(&c, CmpOp::Gt, Value::Float(f64::NAN)),
+            &s
+        ));
+        let zero = stats(Value::Float(0.0), Value::Float(0.0));
+        assert!(leaf_may_match(
+            &cmp(&c, CmpOp::Eq, Value::Float(-0.0)),
+            &zero
+        ));
+    }
+
+    #[test]
+    fn nulls() {
+        let c = col(DataType::Int32);
+        let all_null = ChunkStats {
+            min: None,
+            max: None,
+            exact: false,
+            null_count: Some(10),
+            rows: 10,
+            all_null: false,
+        };
+        assert!(!leaf_may_match(
+            &cmp(&c, CmpOp::NotEq, Value::Int(1)),
+            &all_null
+        ));
+        assert!(leaf_may_match(
+            &Predicate::IsNull {
+                col: c.clone(),
+                negated: false
+            },
+            &all_null
+        ));
+        assert!(!leaf_may_match(
+            &Predicate::IsNull {
+                col: c.clone(),
+                negated: true
+            },
+            &all_null
+        ));
+        let none = stats(Value::Int(1), Value::Int(2));
+        assert!(!leaf_may_match(
+            &Predicate::IsNull {
+                col: c,
+                negated: false
+            },
+            &none
+        ));
+    }
+
+    #[test]
+    fn decimals_from_bytes() {
+        assert_eq!(big_endian_i128(&[0xFF, 0x38]), Some(-200));
+        assert_eq!(big_endian_i128(&[0x01, 0x00]), Some(256));
+        assert_eq!(big_endian_i128(&[]), None);
+    }
+}

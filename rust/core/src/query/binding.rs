@@ -1,0 +1,156 @@
+//! What a scan binds against, taken from its first file's footer: the Arrow schema its
+//! reader produces, the one its statistics are written in, its Parquet schema and the
+//! source's partition columns. Planning, the units read elsewhere and aggregates all bind
+//! `WHERE` text and `columns` through this one place.
+
+use std::sync::Arc;
+
+use arrow_schema::{Field, Schema};
+use parquet::file::metadata::ParquetMetaData;
+use parquet::schema::types::SchemaDescPtr;
+
+use crate::error::{Error, Result};
+use crate::metadata::schema::file_schemas;
+use crate::plan::{OutputColumn, OutputShape};
+use crate::predicate::{self, BindSchema, Predicate};
+
+/// The schemas names and literals bind against.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    /// The schema the files' readers produce (the writer's Arrow type hints applied).
+    pub schema: Schema,
+    /// The schema their statistics are written in (without the hints).
+    pub native: Schema,
+    pub descr: SchemaDescPtr,
+    /// Hive partition columns of the source, in output order.
+    pub partitions: Vec<Field>,
+}
+
+impl Binding {
+    /// The binding of a source whose first file (at `path`) has footer `md`.
+    pub fn of(md: &ParquetMetaData, path: &str, partitions: Vec<Field>) -> Result<Binding> {
+        let (schema, native) = file_schemas(md, path)?;
+        for f in &partitions {
+            if schema
+                .fields()
+                .iter()
+                .any(|d| d.name().eq_ignore_ascii_case(f.name()))
+            {
+                return Err(Error::Source(format!(
+                    "partition directory key {} is also a column of the files",
+                    f.name()
+                )));
+            }
+        }
+        Ok(Binding {
+            schema,
+            native,
+            descr: md.file_metadata().schema_descr_ptr(),
+            partitions,
+        })
+    }
+
+    /// The binding of a table: its logical data columns and partition columns. Leaves
+    /// are numbered as in a Parquet file of the table's schema; planning moves them onto
+    /// each file's own columns (`table::columns`).
+    pub fn of_table(schema: &Schema, partitions: Vec<Field>) -> Result<Binding> {
+        let descr = parquet::arrow::ArrowSchemaConverter::new()
+            .convert(schema)
+            .map_err(|e| {
+                Error::Unsupported(format!("the table's schema has no Parquet form: {e}"))
+            })?;
+        Ok(Binding {
+            schema: schema.clone(),
+            native: schema.clone(),
+            descr: Arc::new(descr),
+            partitions,
+        })
+    }
+
+    pub fn bind_schema(&self) -> BindSchema<'_> {
+        BindSchema {
+            arrow: &self.schema,
+            native: &self.native,
+            parquet: &self.descr,
+            partitions: &self.partitions,
+        }
+    }
+
+    /// Parse and bind a `WHERE` text; `now_ns` is what `now()` folds to.
+    pub fn bind_where(&self, text: Option<&str>, now_ns: i128) -> Result<Option<Predicate>> {
+        let Some(text) = text else {
+            return Ok(None);
+        };
+        let ast = predicate::sql::parse(text, now_ns)?;
+        Ok(Some(predicate::bind(&ast, &self.bind_schema())?))
+    }
+
+    /// The output of `columns` (every column, partitions last, when `None`). Names match
+    /// exactly first, then ignoring case.
+    pub fn output_shape(
+        &self,
+        columns: Option<&[String]>,
+        batch_size: usize,
+    ) -> Result<OutputShape> {
+        let schema = &self.schema;
+        let partitions = &self.partitions;
+        let columns: Vec<OutputColumn> = match columns {
+            None => (0..schema.fields().len())
+                .map(OutputColumn::Root)
+                .chain((0..partitions.len()).map(OutputColumn::Partition))
+                .collect(),
+            Some(names) => names
+                .iter()
+                .map(|n| self.output_column(n))
+                .collect::<Result<_>>()?,
+        };
+        let fields: Vec<Field> = columns
+            .iter()
+            .map(|c| match c {
+                OutputColumn::Root(i) => schema.field(*i).clone(),
+                OutputColumn::Partition(p) => partitions[*p].clone(),
+            })
+            .collect();
+        Ok(OutputShape {
+            schema: Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone())),
+            columns,
+            batch_size,
+        })
+    }
+
+    fn output_column(&self, name: &str) -> Result<OutputColumn> {
+        let find = |exact: bool| {
+            let eq = |a: &str| {
+                if exact {
+                    a == name
+                } else {
+                    a.eq_ignore_ascii_case(name)
+                }
+            };
+            self.schema
+                .fields()
+                .iter()
+                .position(|f| eq(f.name()))
+                .map(OutputColumn::Root)
+                .or_else(|| {
+                    self.partitions
+                        .iter()
+                        .position(|f| eq(f.name()))
+                        .map(OutputColumn::Partition)
+                })
+        };
+        find(true).or_else(|| find(false)).ok_or_else(|| {
+            let known: Vec<&str> = self
+                .schema
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .chain(self.partitions.iter().map(|f| f.name().as_str()))
+                .collect();
+            Error::InvalidArgument(format!(
+                "unknown column {name:?} in columns (columns: {})",
+                known.join(", ")
+            ))
+        })
+    }
+}

@@ -1,0 +1,573 @@
+//! A scan: plan (list, prune files, row groups and pages) once, then stream the selected
+//! rows, reading units on a pool of threads while the consumer receives them in order.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use arrow_schema::SchemaRef;
+
+use crate::catalog::Catalog;
+use crate::error::{Error, Result};
+use crate::index::evidence::EmbeddedIndexes;
+use crate::io::{IoStats, StorageFile};
+use crate::metadata::MetadataCache;
+use crate::plan::{Metrics, OutputShape, ScanUnit};
+use crate::predicate::Predicate;
+use crate::prune::planner::{
+    plan_file, FileCatalog, FileIndexEvidence, FileToPlan, HeldFiles, PlanContext, SchemaAdapter,
+};
+use crate::query::binding::Binding;
+use crate::query::parallel::{default_threads, io_workers, parallel_map};
+use crate::query::stream::{ScanStream, AHEAD_BYTES};
+use crate::source::{list_source_or_table, SourceFile, TableFormat};
+use crate::table::columns::TableColumns;
+use crate::table::indexes::TableIndexes;
+use crate::table::stats::TableStats;
+use crate::table::{TableOptions, TableSnapshot};
+
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    pub predicate: Option<String>,
+    pub columns: Option<Vec<String>>,
+    pub batch_size: usize,
+    pub threads: usize,
+    /// "Now" for `now()` and `current_date`, in ns since the epoch; the plan time if unset.
+    pub now_ns: Option<i128>,
+    /// Plan without the dataset's catalog even when it has one.
+    pub ignore_catalog: bool,
+    /// Which snapshot of a table to read, and how to reach it.
+    pub table: TableOptions,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            predicate: None,
+            columns: None,
+            batch_size: 65536,
+            threads: default_threads(),
+            now_ns: None,
+            ignore_catalog: false,
+            table: TableOptions::default(),
+        }
+    }
+}
+
+impl ScanOptions {
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.batch_size == 0 {
+            return Err(Error::InvalidArgument("batch_size must be positive".into()));
+        }
+        Ok(())
+    }
+}
+
+/// A planned scan. Its rows are read by `stream`.
+pub struct Scan {
+    pub(crate) shape: OutputShape,
+    pub(crate) units: Vec<ScanUnit>,
+    /// Planning counters, and reading counters that grow as the stream is consumed.
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) predicate: Option<Predicate>,
+    pub(crate) where_text: Option<String>,
+    /// One line per planned file for `explain()`.
+    pub(crate) summaries: Vec<String>,
+    /// Indexes planning could not use (damaged, unknown version, not this file's).
+    pub(crate) warnings: Vec<String>,
+    pub(crate) threads: usize,
+    pub(crate) io: Arc<IoStats>,
+    pub(crate) binding: Binding,
+    /// The "now" that `now()` and `current_date` folded to.
+    pub(crate) now_ns: i128,
+    /// The catalog planning used: the dataset root it describes, and its version.
+    pub(crate) catalog: Option<(String, u64)>,
+    /// The table planning read: its format, location and version (or snapshot id).
+    pub(crate) table: Option<(TableFormat, String, i64)>,
+}
+
+/// Read the footers of object-store files into the cache, many requests at a time, before
+/// planning needs the first one: on a store, a footer costs a round trip, and planning
+/// would otherwise wait for the first file's before asking for the others'. Returns the
+/// footers and page indexes read.
+fn warm_footers(
+    files: &[SourceFile],
+    cache: &MetadataCache,
+    io: &Arc<IoStats>,
+    threads: usize,
+    cancel: &AtomicBool,
+) -> Result<(u64, u64)> {
+    let outcomes = parallel_map(files, io_workers(threads), cancel, |f| {
+        let file = StorageFile::open_listed(&f.path, &f.identity, io.clone())?;
+        Ok(cache.get(&file, false)?.1)
+    })?;
+    let footers = outcomes.iter().filter(|o| !o.footer_hit).count() as u64;
+    let page_indexes = outcomes.iter().filter(|o| o.page_index_loaded).count() as u64;
+    Ok((footers, page_indexes))
+}
+
+/// What planning plans: the files, how names and literals bind, and what else knows
+/// about the files (a catalog, a table's log).
+struct Sources<'a> {
+    files: Vec<SourceFile>,
+    binding: Binding,
+    io: Arc<IoStats>,
+    catalog: Option<Arc<Catalog>>,
+    table: Option<&'a TableParts>,
+    /// The first file, opened to read the schema (loose files only).
+    first: Option<(StorageFile, bool)>,
+    /// Footers and page indexes read ahead for object stores.
+    warmed: (u64, u64),
+}
+
+/// A table snapshot's evidence and column mapping.
+struct TableParts {
+    stats: TableStats,
+    columns: TableColumns,
+    indexes: TableIndexes,
+}
+
+impl Scan {
+    /// Plan a scan of `paths`: loose Parquet files, or the directory of a Delta table
+    /// (read at the version `opts.table` names). `cancel` is polled between files.
+    pub fn plan(
+        paths: &[String],
+        opts: &ScanOptions,
+        cache: &MetadataCache,
+        cancel: &AtomicBool,
+    ) -> Result<Scan> {
+        opts.check()?;
+        let listing = list_source_or_table(paths)?;
+        match listing.table {
+            Some(TableFormat::Delta) => {
+                let snapshot = crate::table::delta::snapshot(&paths[0], &opts.table)?;
+                let io = Arc::new(IoStats::default());
+                io.record_listing(listing.requests);
+                Self::plan_table_with(Arc::new(snapshot), opts, cache, cancel, io)
+            }
+            Some(TableFormat::Iceberg) => Err(Error::Unsupported(format!(
+                "{} is an Iceberg table: pass pqindex.scan the pyiceberg Table (catalog.load_table(...)) so that its snapshot is planned from its manifests",
+                paths[0]
+            ))),
+            None => {
+                if opts.table.version.is_some() || opts.table.timestamp_ms.is_some() {
+                    return Err(Error::InvalidArgument(format!(
+                        "{}: version and timestamp apply to tables; the source is not one",
+                        paths[0]
+                    )));
+                }
+                Self::plan_files(paths, listing, opts, cache, cancel)
+            }
+        }
+    }
+
+    /// Plan a scan of a table snapshot (Delta's, or one built from Iceberg's manifests).
+    pub fn plan_table(
+        snapshot: Arc<TableSnapshot>,
+        opts: &ScanOptions,
+        cache: &MetadataCache,
+        cancel: &AtomicBool,
+    ) -> Result<Scan> {
+        opts.check()?;
+        Self::plan_table_with(snapshot, opts, cache, cancel, Arc::new(IoStats::default()))
+    }
+
+    fn plan_table_with(
+        snapshot: Arc<TableSnapshot>,
+        opts: &ScanOptions,
+        cache: &MetadataCache,
+        cancel: &AtomicBool,
+        io: Arc<IoStats>,
+    ) -> Result<Scan> {
+        let binding = Binding::of_table(&snapshot.schema, snapshot.partitions.clone())?;
+        let files: Vec<SourceFile> = snapshot
+            .files
+            .iter()
+            .map(|f| SourceFile {
+                path: f.path.clone(),
+                partition_values: f.partition_values.clone(),
+                identity: f.identity(),
+                deleted: f.deleted.clone(),
+            })
+            .collect();
+        let parts = TableParts {
+            stats: TableStats::new(snapshot.clone()),
+            columns: TableColumns {
+                root: snapshot.root.clone(),
+                schema: snapshot.schema.clone(),
+            },
+            indexes: TableIndexes::load(&snapshot.root, &snapshot.index_files)?,
+        };
+        let sources = Sources {
+            files,
+            binding,
+            io,
+            catalog: None,
+            table: Some(&parts),
+            first: None,
+            warmed: (0, 0),
+        };
+        let mut scan = Self::plan_sources(sources, opts, cache, cancel)?;
+        scan.table = Some((snapshot.format, snapshot.root.clone(), snapshot.version));
+        Ok(scan)
+    }
+
+    fn plan_files(
+        paths: &[String],
+        listing: crate::source::listing::Listing,
+        opts: &ScanOptions,
+        cache: &MetadataCache,
+        cancel: &AtomicBool,
+    ) -> Result<Scan> {
+        let io = Arc::new(IoStats::default());
+        io.record_listing(listing.requests);
+        let catalog = match paths {
+            [dir]
+                if !opts.ignore_catalog
+                    && (listing.has_catalog || std::path::Path::new(dir).is_dir()) =>
+            {
+                Catalog::open_cached(dir, &io)?
+            }
+            _ => None,
+        };
+        let first = &listing.files[0];
+        if let Some(c) = &catalog {
+            c.seed_as(&first.path, &first.identity, cache)?;
+        }
+        let remote = crate::io::object::is_remote(&first.path);
+        let mut warmed = (0, 0);
+        // Without partition values or a catalog to rule files out, planning opens every
+        // file: fetch all footers at once instead of the first one alone.
+        if remote
+            && catalog.is_none()
+            && listing.files.len() > 1
+            && listing.partition_fields.is_empty()
+        {
+            warmed = warm_footers(&listing.files, cache, &io, opts.threads, cancel)?;
+        }
+        let first_file = StorageFile::open_listed(&first.path, &first.identity, io.clone())?;
+        // The first footer gives the schema; planning then finds it in the cache.
+        let (md, first_outcome) = cache.get(&first_file, false)?;
+        let binding = Binding::of(&md, &first.path, listing.partition_fields.clone())?;
+        let sources = Sources {
+            files: listing.files,
+            binding,
+            io,
+            catalog,
+            table: None,
+            first: Some((first_file, first_outcome.footer_hit)),
+            warmed,
+        };
+        Self::plan_sources(sources, opts, cache, cancel)
+    }
+
+    fn plan_sources(
+        sources: Sources,
+        opts: &ScanOptions,
+        cache: &MetadataCache,
+        cancel: &AtomicBool,
+    ) -> Result<Scan> {
+        let Sources {
+            files,
+            binding,
+            io,
+            catalog,
+            table,
+            first,
+            warmed,
+        } = sources;
+        let now_ns = opts.now_ns.unwrap_or_else(now_ns);
+        let predicate = binding.bind_where(opts.predicate.as_deref(), now_ns)?;
+        let shape = binding.output_shape(opts.columns.as_deref(), opts.batch_size)?;
+        let projected_roots = shape.roots();
+        let threads = opts.threads.max(1);
+        let remote = files
+            .first()
+            .is_some_and(|f| crate::io::object::is_remote(&f.path));
+        let warmed = if table.is_some() && remote && files.len() > 1 {
+            warm_footers(&files, cache, &io, threads, cancel)?
+        } else {
+            warmed
+        };
+        let catalog_ref: Option<&dyn FileCatalog> = match (&catalog, table) {
+            (_, Some(t)) => Some(&t.stats),
+            (Some(c), None) => Some(c.as_ref()),
+            (None, None) => None,
+        };
+        let ctx = PlanContext {
+            predicate: predicate.as_ref(),
+            schema: &binding.schema,
+            descr: &binding.descr,
+            projected_roots: &projected_roots,
+            cache,
+            io: &io,
+            catalog: catalog_ref,
+            indexes: match table {
+                Some(t) => &t.indexes as &dyn FileIndexEvidence,
+                None => &EmbeddedIndexes,
+            },
+            opened: first.as_ref().map(|(f, _)| f),
+            held: &HeldFiles::default(),
+            adapter: table.map(|t| &t.columns as &dyn SchemaAdapter),
+        };
+        let planners = if remote { io_workers(threads) } else { threads };
+        let plans = parallel_map(&files, planners.min(files.len()), cancel, |f| {
+            let file = FileToPlan {
+                path: &f.path,
+                identity: &f.identity,
+                partition_values: &f.partition_values,
+                deleted: f.deleted.as_deref().map(Vec::as_slice),
+            };
+            plan_file(&file, &ctx)
+        })?;
+        let metrics = Arc::new(Metrics::default());
+        for p in &plans {
+            metrics.add(&p.metrics);
+        }
+        // The first footer was read before planning, which then found it in the cache.
+        let m = &metrics;
+        if first.as_ref().is_some_and(|(_, hit)| !hit) && m.footer_cache_hits.get() > 0 {
+            m.footers_read.incr();
+            m.footer_cache_hits.set(m.footer_cache_hits.get() - 1);
+        }
+        // Footers the warm-up read show up as cache hits in planning.
+        let (warm_footers_read, warm_indexes) = warmed;
+        let moved = warm_footers_read.min(m.footer_cache_hits.get());
+        m.footers_read.add(moved);
+        m.footer_cache_hits.set(m.footer_cache_hits.get() - moved);
+        m.page_indexes_read.add(warm_indexes);
+        let mut units = Vec::new();
+        let mut summaries = Vec::new();
+        let mut warnings = Vec::new();
+        for p in plans {
+            units.extend(p.units);
+            summaries.push(p.summary);
+            warnings.extend(p.warnings);
+        }
+        metrics.units.set(units.len() as u64);
+        Ok(Scan {
+            shape,
+            units,
+            metrics,
+            predicate,
+            where_text: opts.predicate.clone(),
+            summaries,
+            warnings,
+            threads,
+            io,
+            binding,
+            now_ns,
+            catalog: catalog.map(|c| (c.root.to_string_lossy().into_owned(), c.version)),
+            table: None,
+        })
+    }
+
+    /// The schema of the rows the scan returns.
+    pub fn schema(&self) -> SchemaRef {
+        self.shape.schema.clone()
+    }
+
+    /// Stream the selected rows. Units are read on `threads` threads; batches arrive in
+    /// plan order, and at most a few units are read ahead of the consumer.
+    pub fn stream(&self) -> ScanStream {
+        self.stream_units(self.units.clone(), self.shape.clone())
+    }
+
+    /// Stream `units` (units of this scan, their ranges possibly narrowed) in `shape`.
+    pub(crate) fn stream_units(&self, units: Vec<ScanUnit>, shape: OutputShape) -> ScanStream {
+        ScanStream::start(
+            units,
+            shape,
+            self.io.clone(),
+            self.metrics.clone(),
+            self.threads,
+            AHEAD_BYTES,
+        )
+    }
+
+    /// Row groups left to read.
+    pub fn unit_count(&self) -> usize {
+        self.units.len()
+    }
+
+    /// What `now()` and `current_date` folded to, in ns since the epoch.
+    pub fn now_ns(&self) -> i128 {
+        self.now_ns
+    }
+
+    /// Embedded indexes planning skipped (damaged, unknown version, not this file's).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The dataset root whose catalog planning used, if any.
+    pub fn catalog_root(&self) -> Option<&str> {
+        self.catalog.as_ref().map(|(root, _)| root.as_str())
+    }
+
+    /// Counters of pruning and reading, by name; read counters grow as the stream is
+    /// consumed.
+    pub fn metrics(&self) -> Vec<(&'static str, u64)> {
+        let m = &self.metrics;
+        m.bytes_read.set(self.io.bytes());
+        m.requests.set(self.io.requests());
+        m.list_requests.set(self.io.list_requests());
+        m.values()
+    }
+
+    /// One counter by name.
+    pub fn metric(&self, name: &str) -> Option<u64> {
+        self.metrics()
+            .into_iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+    }
+}
+
+fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{int64s, keys, write_file, Layout};
+
+    /// `dir/p=<p>/f.parquet` for p in 0..3, each with keys `p * 1000 ..` of 1,000 rows in
+    /// row groups of 250 and 50-row pages.
+    fn dataset(dir: &std::path::Path) -> String {
+        for p in 0..3i64 {
+            let sub = dir.join(format!("p={p}"));
+            std::fs::create_dir(&sub).unwrap();
+            let layout = Layout {
+                row_group_size: 250,
+                page_rows: Some(50),
+                ..Default::default()
+            };
+            write_file(
+                &sub,
+                "f.parquet",
+                vec![("k", int64s(p * 1000..(p + 1) * 1000))],
+                layout,
+            );
+        }
+        dir.to_string_lossy().into_owned()
+    }
+
+    fn scan(root: &str, predicate: Option<&str>, columns: Option<Vec<String>>) -> Result<Scan> {
+        let opts = ScanOptions {
+            predicate: predicate.map(Into::into),
+            columns,
+            threads: 2,
+            ..Default::default()
+        };
+        Scan::plan(
+            &[root.to_string()],
+            &opts,
+            &MetadataCache::new(1 << 24),
+            &AtomicBool::new(false),
+        )
+    }
+
+    #[test]
+    fn a_directory_is_planned_file_by_file_with_its_partitions() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        let s = scan(&root, Some("p >= 1 AND k % 2 = 0 AND k < 1100"), None)
+            .err()
+            .unwrap();
+        assert!(
+            matches!(s, Error::Predicate(_) | Error::Unsupported(_)),
+            "{s}"
+        );
+        let s = scan(&root, Some("p >= 1 AND k < 1100"), None).unwrap();
+        assert_eq!(s.metric("files"), Some(3));
+        assert_eq!(s.metric("files_pruned_by_partition"), Some(1));
+        // Of p=2 every row group is ruled out by statistics; of p=1 all but the first.
+        assert_eq!(s.metric("row_groups_pruned_by_stats"), Some(4 + 3));
+        assert_eq!(s.metric("rows_selected"), Some(100));
+        assert_eq!(s.unit_count(), 1);
+        assert_eq!(
+            s.schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str())
+                .collect::<Vec<_>>(),
+            ["k", "p"]
+        );
+        let rows = keys(s.stream());
+        assert_eq!(rows, (1000..1100).collect::<Vec<_>>());
+        assert_eq!(s.metric("rows_matched"), Some(100));
+        let text = s.explain();
+        assert!(text.contains("1 by partition values"), "{text}");
+        assert!(text.contains("pruned by partition values"), "{text}");
+        // Every counter is reported by name, in the declared order.
+        let names: Vec<&str> = s.metrics().iter().map(|(k, _)| *k).collect();
+        assert_eq!(names, Metrics::NAMES);
+    }
+
+    #[test]
+    fn bad_options_are_refused_before_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        let err = scan(&root, None, Some(vec!["nope".into()])).err().unwrap();
+        assert!(
+            matches!(err, Error::InvalidArgument(ref m) if m.contains("nope")),
+            "{err}"
+        );
+        let opts = ScanOptions {
+            batch_size: 0,
+            ..Default::default()
+        };
+        let err = Scan::plan(
+            &[root],
+            &opts,
+            &MetadataCache::new(1 << 20),
+            &AtomicBool::new(false),
+        );
+        assert!(matches!(err, Err(Error::InvalidArgument(_))));
+        // Columns match exactly first, then ignoring case; partitions can be chosen alone.
+        let s = scan(
+            &dataset_dir_with_key(dir.path()),
+            None,
+            Some(vec!["K".into()]),
+        )
+        .unwrap();
+        assert_eq!(s.schema().field(0).name(), "k");
+    }
+
+    fn dataset_dir_with_key(dir: &std::path::Path) -> String {
+        dir.join("p=0").to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn a_scan_reads_the_files_it_planned_after_they_are_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        let s = scan(&root, Some("k >= 990 AND k < 1010"), None).unwrap();
+        // Every file is replaced by rename before the rows are read: a different file at
+        // the same path, as add_indexes leaves it.
+        for p in 0..3i64 {
+            let sub = dir.path().join(format!("p={p}"));
+            let layout = Layout::default();
+            let other = write_file(&sub, ".new.parquet", vec![("k", int64s(0..10))], layout);
+            std::fs::rename(other, sub.join("f.parquet")).unwrap();
+        }
+        assert_eq!(keys(s.stream()), (990..1010).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn cancelling_stops_planning() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        let cancel = AtomicBool::new(true);
+        let err = Scan::plan(
+            &[root],
+            &ScanOptions::default(),
+            &MetadataCache::new(1 << 20),
+            &cancel,
+        );
+        assert!(matches!(err, Err(Error::Cancelled)));
+    }
+}

@@ -1,0 +1,478 @@
+//! The scan's output stream: units are read on a pool of threads, and their batches reach
+//! the consumer in plan order.
+//!
+//! Each unit has its own channel, so a worker reading a later unit never waits for the
+//! consumer to reach it while memory allows: two limits keep memory bounded instead. A
+//! worker starts a unit only within a window of units ahead of the consumer, and batches
+//! of units the consumer has not reached wait while more than [`AHEAD_BYTES`] are already
+//! buffered. The unit the consumer is reading never waits, so the stream always moves.
+//!
+//! The last units are first cut in pieces ([`crate::read::split`]) so the threads finish
+//! together; below, a unit is such a piece.
+
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+
+use crate::error::{panic_message, Error};
+use crate::io::IoStats;
+use crate::plan::{Metrics, OutputShape, ScanUnit};
+use crate::read::read_unit;
+use crate::read::split::{balance, Piece};
+
+/// Decoded bytes that may wait in channels for the consumer, across the units ahead of
+/// it. Enough for every worker to finish a large row group of a narrow projection ahead.
+pub const AHEAD_BYTES: usize = 256 << 20;
+
+/// A decoded batch with the bytes it counts against [`AHEAD_BYTES`].
+struct Buffered {
+    batch: RecordBatch,
+    bytes: usize,
+}
+
+/// What a worker sends down a unit's channel. A unit ends with `End` or an error: a
+/// channel that closes without either lost its worker, and the stream says so rather
+/// than leave the unit's rows out.
+enum Message {
+    Batch(Buffered),
+    Failed(Error),
+    End,
+}
+
+/// The sending end of one unit's channel, taken by the worker that reads the unit.
+type UnitSender = Mutex<Option<Sender<Message>>>;
+
+/// Scan results as an Arrow record batch reader.
+pub struct ScanStream {
+    schema: SchemaRef,
+    /// Each unit's channel, with the path of its file.
+    receivers: VecDeque<(Receiver<Message>, String)>,
+    shared: Arc<StreamShared>,
+    started: Option<Box<dyn FnOnce() + Send>>,
+}
+
+struct Progress {
+    /// Index of the unit the consumer is reading.
+    consumer: usize,
+    /// Bytes of batches sent and not yet received.
+    buffered: usize,
+}
+
+struct StreamShared {
+    progress: Mutex<Progress>,
+    /// [`AHEAD_BYTES`], smaller in tests.
+    ahead_bytes: usize,
+    moved: Condvar,
+    cancel: AtomicBool,
+}
+
+impl StreamShared {
+    fn lock(&self) -> MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    fn stop(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+        let _guard = self.lock();
+        self.moved.notify_all();
+    }
+
+    /// Wait until unit `unit` may start: within `window` units of the consumer.
+    fn wait_to_start(&self, unit: usize, window: usize) {
+        let mut p = self.lock();
+        while unit >= p.consumer + window && !self.cancelled() {
+            p = self.moved.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Wait until `bytes` of unit `unit` may be buffered, and count them.
+    fn reserve(&self, unit: usize, bytes: usize) {
+        let mut p = self.lock();
+        while unit != p.consumer && p.buffered + bytes > self.ahead_bytes && !self.cancelled() {
+            p = self.moved.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+        p.buffered += bytes;
+    }
+
+    fn release(&self, bytes: usize) {
+        let mut p = self.lock();
+        p.buffered = p.buffered.saturating_sub(bytes);
+        self.moved.notify_all();
+    }
+
+    fn advance(&self) {
+        let mut p = self.lock();
+        p.consumer += 1;
+        self.moved.notify_all();
+    }
+}
+
+impl ScanStream {
+    pub(crate) fn start(
+        units: Vec<ScanUnit>,
+        shape: OutputShape,
+        io: Arc<IoStats>,
+        read: Arc<Metrics>,
+        threads: usize,
+        ahead_bytes: usize,
+    ) -> Self {
+        let units = balance(units, threads, &shape.roots());
+        let n = units.len();
+        let (senders, receivers): (Vec<Sender<Message>>, VecDeque<_>) = units
+            .iter()
+            .map(|piece| {
+                let (tx, rx) = channel();
+                (tx, (rx, piece.unit.file.path.clone()))
+            })
+            .unzip();
+        let shared = Arc::new(StreamShared {
+            progress: Mutex::new(Progress {
+                consumer: 0,
+                buffered: 0,
+            }),
+            ahead_bytes,
+            moved: Condvar::new(),
+            cancel: AtomicBool::new(false),
+        });
+        let schema = shape.schema.clone();
+        let worker_shared = shared.clone();
+        let started = move || {
+            let units = Arc::new(units);
+            let senders: Arc<Vec<UnitSender>> =
+                Arc::new(senders.into_iter().map(|s| Mutex::new(Some(s))).collect());
+            let next = Arc::new(AtomicUsize::new(0));
+            let window = threads * 2 + 2;
+            for _ in 0..threads.min(n).max(1) {
+                let (units, senders, next, shared, shape, io, read) = (
+                    units.clone(),
+                    senders.clone(),
+                    next.clone(),
+                    worker_shared.clone(),
+                    shape.clone(),
+                    io.clone(),
+                    read.clone(),
+                );
+                // A worker that cannot start drops its channels' senders, and the
+                // consumer reports the units as lost.
+                let _ = std::thread::Builder::new().spawn(move || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= units.len() {
+                        return;
+                    }
+                    shared.wait_to_start(i, window);
+                    if shared.cancelled() {
+                        return;
+                    }
+                    let Some(tx) = senders[i].lock().ok().and_then(|mut s| s.take()) else {
+                        continue;
+                    };
+                    let read_piece = || send_unit(&units[i], i, &shape, &io, &read, &shared, &tx);
+                    let sent = catch_unwind(AssertUnwindSafe(read_piece)).unwrap_or_else(|panic| {
+                        tx.send(Message::Failed(decoder_panic(&units[i], &*panic)))
+                            .is_ok()
+                    });
+                    if !sent {
+                        shared.stop();
+                        return;
+                    }
+                });
+            }
+        };
+        ScanStream {
+            schema,
+            receivers,
+            shared,
+            started: Some(Box::new(started)),
+        }
+    }
+}
+
+/// The error sent in place of a piece's rows when its decoder panicked (damaged pages can
+/// make it do so).
+fn decoder_panic(piece: &Piece, panic: &(dyn std::any::Any + Send)) -> Error {
+    let reason = format!(
+        "corrupt pages in row group {}: {}",
+        piece.unit.row_group,
+        panic_message(panic)
+    );
+    Error::invalid_file(&piece.unit.file.path, reason)
+}
+
+/// Read piece `i` into its channel; false when the consumer has gone.
+fn send_unit(
+    piece: &Piece,
+    i: usize,
+    shape: &OutputShape,
+    io: &Arc<IoStats>,
+    read: &Arc<Metrics>,
+    shared: &StreamShared,
+    tx: &Sender<Message>,
+) -> bool {
+    let batches = match read_unit(&piece.unit, piece.threads, shape, io, read) {
+        Ok(b) => b,
+        Err(e) => return tx.send(Message::Failed(e)).is_ok(),
+    };
+    for b in batches {
+        if shared.cancelled() {
+            return false;
+        }
+        let message = match b {
+            Ok(batch) => {
+                let bytes = batch.get_array_memory_size();
+                shared.reserve(i, bytes);
+                Message::Batch(Buffered { batch, bytes })
+            }
+            Err(e) => return tx.send(Message::Failed(e)).is_ok(),
+        };
+        if tx.send(message).is_err() {
+            return false;
+        }
+    }
+    if piece.completes {
+        read.units_read.add(1);
+    }
+    tx.send(Message::End).is_ok()
+}
+
+impl Iterator for ScanStream {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(start) = self.started.take() {
+            start();
+        }
+        loop {
+            let (rx, path) = self.receivers.front()?;
+            let failed = match rx.recv() {
+                Ok(Message::Batch(b)) => {
+                    self.shared.release(b.bytes);
+                    if b.batch.num_rows() > 0 {
+                        return Some(Ok(b.batch));
+                    }
+                    continue;
+                }
+                Ok(Message::End) => {
+                    self.receivers.pop_front();
+                    self.shared.advance();
+                    continue;
+                }
+                Ok(Message::Failed(e)) => e,
+                Err(_) => Error::Io {
+                    path: path.clone(),
+                    source: std::io::Error::other("the thread reading it stopped early"),
+                },
+            };
+            self.receivers.clear();
+            self.shared.stop();
+            return Some(Err(ArrowError::from(failed)));
+        }
+    }
+}
+
+impl RecordBatchReader for ScanStream {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+}
+
+impl Drop for ScanStream {
+    fn drop(&mut self) {
+        self.shared.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use arrow_array::Int64Array;
+    use arrow_schema::{DataType, Field, Schema};
+
+    use crate::metadata::MetadataCache;
+    use crate::query::scan::{Scan, ScanOptions};
+    use crate::testing::{self, int64s, keys, Layout};
+
+    use super::*;
+
+    /// Keys 0..8,000 in row groups of `group` rows, read back in 100-row batches.
+    fn plan(dir: &std::path::Path, group: usize, threads: usize) -> Scan {
+        plan_rows(dir, 8_000, group, threads)
+    }
+
+    fn plan_rows(dir: &std::path::Path, rows: i64, group: usize, threads: usize) -> Scan {
+        let layout = Layout {
+            row_group_size: group,
+            ..Default::default()
+        };
+        let path = testing::write_file(dir, "k.parquet", vec![("k", int64s(0..rows))], layout);
+        let opts = ScanOptions {
+            batch_size: 100,
+            threads,
+            ..Default::default()
+        };
+        let cache = MetadataCache::new(1 << 20);
+        Scan::plan(&[path], &opts, &cache, &AtomicBool::new(false)).unwrap()
+    }
+
+    fn rows_read(scan: &Scan) -> u64 {
+        scan.metrics.rows_matched.get()
+    }
+
+    #[test]
+    fn workers_read_ahead_of_a_busy_consumer() {
+        let dir = tempfile::tempdir().unwrap();
+        let scan = plan(dir.path(), 2_000, 2);
+        let mut stream = scan.stream();
+        let first = stream.next().unwrap().unwrap();
+        // The consumer holds on to the first unit; the other worker reads the second
+        // unit whole rather than stopping a few batches into it, and both go on.
+        assert!(eventually(|| rows_read(&scan) == 8_000));
+
+        // In order, every row once.
+        let keys = keys(std::iter::once(Ok(first)).chain(stream));
+        assert!(keys.iter().copied().eq(0..8_000));
+    }
+
+    #[test]
+    fn units_ahead_wait_for_buffer_space() {
+        let dir = tempfile::tempdir().unwrap();
+        let scan = plan(dir.path(), 2_000, 2);
+        // No room: the first worker reads the consumer's unit whole; past it, each worker
+        // decodes one batch of its next unit, then waits.
+        let units = scan.units.clone();
+        let mut stream = ScanStream::start(
+            units,
+            scan.shape.clone(),
+            scan.io.clone(),
+            scan.metrics.clone(),
+            2,
+            0,
+        );
+        let first = stream.next().unwrap().unwrap();
+        assert!(eventually(|| rows_read(&scan) == 2_000 + 2 * 100));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(rows_read(&scan), 2_000 + 2 * 100);
+        // As the consumer moves on, so do the workers.
+        assert_eq!(
+            keys(std::iter::once(Ok(first)).chain(stream)),
+            (0..8_000).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_lone_row_group_is_read_by_every_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let scan = plan_rows(dir.path(), 300_000, 300_000, 2);
+        let pieces = crate::read::split::balance(scan.units.clone(), 2, &[0]);
+        assert_eq!(pieces.len(), 2);
+        assert_eq!(pieces.iter().filter(|p| p.completes).count(), 1);
+        // The pieces give back the row group once, in order, and count as one unit.
+        assert!(keys(scan.stream()).into_iter().eq(0..300_000));
+        assert_eq!(scan.metrics.units_read.get(), 1);
+        assert_eq!(scan.metrics.rows_scanned.get(), 300_000);
+    }
+
+    /// A stream over hand-fed channels, one per unit, with no workers.
+    fn fed_stream(units: usize) -> (ScanStream, Vec<Sender<Message>>) {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let (senders, receivers) = (0..units)
+            .map(|u| {
+                let (tx, rx) = channel();
+                (tx, (rx, format!("unit-{u}.parquet")))
+            })
+            .unzip();
+        let shared = Arc::new(StreamShared {
+            progress: Mutex::new(Progress {
+                consumer: 0,
+                buffered: 0,
+            }),
+            ahead_bytes: AHEAD_BYTES,
+            moved: Condvar::new(),
+            cancel: AtomicBool::new(false),
+        });
+        let stream = ScanStream {
+            schema,
+            receivers,
+            shared,
+            started: None,
+        };
+        (stream, senders)
+    }
+
+    fn batch(keys: std::ops::Range<i64>) -> Message {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let column = Arc::new(Int64Array::from_iter_values(keys));
+        let batch = RecordBatch::try_new(schema, vec![column]).unwrap();
+        Message::Batch(Buffered { batch, bytes: 0 })
+    }
+
+    #[test]
+    fn a_unit_whose_worker_vanished_is_an_error_not_an_end() {
+        let (mut stream, senders) = fed_stream(2);
+        let mut senders = senders.into_iter();
+        let (first, second) = (senders.next().unwrap(), senders.next().unwrap());
+        first.send(batch(0..10)).unwrap();
+        first.send(Message::End).unwrap();
+        // The second unit's worker sends one batch and is gone without its End.
+        second.send(batch(10..20)).unwrap();
+        drop((first, second));
+        assert_eq!(stream.next().unwrap().unwrap().num_rows(), 10);
+        assert_eq!(stream.next().unwrap().unwrap().num_rows(), 10);
+        let err = stream.next().unwrap().unwrap_err().to_string();
+        assert!(
+            err.contains("unit-1.parquet") && err.contains("stopped early"),
+            "{err}"
+        );
+        assert!(stream.next().is_none());
+    }
+
+    #[test]
+    fn a_failed_unit_ends_the_stream_with_its_error() {
+        let (mut stream, senders) = fed_stream(2);
+        senders[0]
+            .send(Message::Failed(Error::invalid_file(
+                "a.parquet",
+                "bad page",
+            )))
+            .unwrap();
+        senders[1].send(batch(0..5)).unwrap();
+        let err = stream.next().unwrap().unwrap_err().to_string();
+        assert!(err.contains("bad page"), "{err}");
+        assert!(stream.next().is_none());
+    }
+
+    /// Poll `done` for up to 20 seconds.
+    fn eventually(done: impl Fn() -> bool) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        done()
+    }
+
+    #[test]
+    fn dropping_the_stream_stops_the_workers() {
+        let dir = tempfile::tempdir().unwrap();
+        let scan = plan(dir.path(), 200, 1);
+        let mut stream = scan.stream();
+        assert!(stream.next().is_some());
+        // One worker reads at most 4 units from the one the consumer is on, then waits.
+        assert!(eventually(|| rows_read(&scan) == 4 * 200));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(rows_read(&scan), 4 * 200);
+        // Dropped, the stream lets its waiting worker go (it held the metrics).
+        assert!(Arc::strong_count(&scan.metrics) > 1);
+        drop(stream);
+        assert!(eventually(|| Arc::strong_count(&scan.metrics) == 1));
+        assert_eq!(rows_read(&scan), 4 * 200);
+    }
+}
