@@ -950,9 +950,8 @@ def test_a_damaged_block_checksum(
     kind: str, column: str, granularity: str, damage_base: Path, tmp_path: Path, referee: Referee
 ) -> None:
     """A flipped byte in the block's trailing CRC-32C (payload intact): verify reports the
-    block. A bloom index is read whole and checked against it, so planning skips it with a
-    warning; a distinct index is read in part (header and probed buckets, each under its
-    own CRC; docs/index-format.md, "Reading in part"), so planning still uses it."""
+    block. Lookup indexes are read in part (the header and the probed buckets or bloom rows,
+    each under its own CRC; docs/index-format.md, "Reading"), so planning still uses them."""
     path = tmp_path / "damaged.parquet"
     shutil.copyfile(damage_base, path)
     loc = locator(path, kind, column, granularity)
@@ -960,9 +959,6 @@ def test_a_damaged_block_checksum(
     checked = locator(path, kind, column, granularity)
     assert not checked["ok"], checked
     where = many_values_in(column)
-    if kind == "bloom":
-        assert_skipped_and_exact(path, where, referee.rows(damage_base, where), checked["key"])
-        return
     got, m, scan_warnings = scan_strictly(path, where)
     assert scan_warnings == [] and m["indexes_skipped"] == 0 and m["indexes_read"] >= 1, m
     assert row_problems(referee.rows(damage_base, where), got) == []
@@ -1005,9 +1001,9 @@ def test_a_locator_that_disagrees_with_its_block(
 ) -> None:
     """Locators edited in place (same text length, so the footer still parses): a shifted
     offset, a shorter or longer length, another checksum, an unknown block version. Each
-    makes the index skipped with a warning; except that a distinct index, read in part,
-    never compares the locator's checksum with its block's (docs/index-format.md, "Reading
-    in part"), so with only the checksum changed it is still used."""
+    makes the index skipped with a warning; except that lookup indexes, read in part, never
+    compare the locator's checksum with their block's (docs/index-format.md, "Reading"), so
+    with only the checksum changed they are still used."""
     path = tmp_path / "t.parquet"
     shutil.copyfile(damage_base, path)
     loc = locator(path, kind, "k", "page")
@@ -1030,7 +1026,7 @@ def test_a_locator_that_disagrees_with_its_block(
     if field == "version":
         assert "version" in checked["error"]
     where = many_values_in("k")
-    if (kind, field) == ("distinct", "checksum"):
+    if field == "checksum":
         got, m, scan_warnings = scan_strictly(path, where)
         assert scan_warnings == [] and m["indexes_skipped"] == 0, m
         assert row_problems(referee.rows(damage_base, where), got) == []

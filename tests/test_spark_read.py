@@ -439,9 +439,16 @@ class PredicateGenerator:
                 items.append("NULL")
             sql = f"{col.sql} {self.rng.choice(['IN', 'NOT IN'])} ({', '.join(items)})"
         elif col.kind == "string":
+            # Prefixes, suffixes, substrings (pushed as Spark's string filters) and other
+            # patterns (pushed as the AND of their pieces), some negated.
             value = self.rng.choice(col.values) if col.values else ""
-            prefix = value[: self.rng.randint(0, max(1, len(value)))]
-            sql = f"{col.sql} LIKE {spark_string(like_escape(prefix) + '%')}"
+            a = self.rng.randint(0, len(value))
+            piece = like_escape(value[a : self.rng.randint(a, len(value))])
+            other = like_escape(value[: self.rng.randint(0, len(value))])
+            shape = self.rng.choice(["p%", "p%", "%p", "%p%", "p%q", "%p_q%"])
+            pattern = shape.replace("p", "\x00").replace("q", other).replace("\x00", piece)
+            not_ = "NOT " if self.rng.random() < 0.2 else ""
+            sql = f"{col.sql} {not_}LIKE {spark_string(pattern)}"
         else:
             sql = f"{col.sql} = {lit(col)}"
         return self._maybe_null_test(col, sql), {col.top}

@@ -28,7 +28,7 @@ from pqindex.spark._condition import (  # noqa: E402
     OrNode,
     Ref,
 )
-from pqindex.spark._predicate import And, Or, translate, translate_all  # noqa: E402
+from pqindex.spark._predicate import And, Or, Widened, translate, translate_all  # noqa: E402
 from pyspark.sql import types as T  # noqa: E402
 from pyspark.sql.datasource import (  # noqa: E402
     EqualNullSafe,
@@ -41,6 +41,8 @@ from pyspark.sql.datasource import (  # noqa: E402
     LessThan,
     LessThanOrEqual,
     Not,
+    StringContains,
+    StringEndsWith,
     StringStartsWith,
 )
 
@@ -167,8 +169,13 @@ def test_exactness_rule() -> None:
     assert sql(In(("k",), (1, None))) == ('"k" IN (1)', False)
     assert sql(Not(In(("k",), (1, None)))) is None
     assert sql(Not(In(("k",), (1, 2)))) == ('NOT ("k" IN (1, 2))', True)
-    assert sql(StringStartsWith(("s",), "ab")) == ("\"s\" >= 'ab' AND \"s\" < 'ac'", False)
-    assert sql(Not(StringStartsWith(("s",), "ab"))) is None
+    assert sql(StringStartsWith(("s",), "ab")) == ("starts_with(\"s\", 'ab')", True)
+    assert sql(Not(StringEndsWith(("s",), "ab"))) == ("NOT (ends_with(\"s\", 'ab'))", True)
+    assert sql(StringContains(("s",), "a'b")) == ("contains(\"s\", 'a''b')", True)
+    assert sql(StringContains(("lc",), "a")) is None  # a collated string
+    widened = Widened(And(StringStartsWith(("s",), "a"), StringContains(("s",), "b")))
+    assert sql(widened) == ("(starts_with(\"s\", 'a')) AND (contains(\"s\", 'b'))", False)
+    assert sql(Not(widened)) is None
     assert sql(IsNull(("s",))) == ('"s" IS NULL', True)
     both = translate_all([k5, unknown, IsNotNull(("s",))], SCHEMA)
     assert both is not None and both.sql == '("k" = 5) AND ("s" IS NOT NULL)'
@@ -259,7 +266,24 @@ CONFIRMED = [
     ),
     (
         "s LIKE 'ab%' AND s NOT LIKE 'abc' AND s LIKE 'a_%'",
-        [StringStartsWith(("s",), "ab"), Not(EqualTo(("s",), "abc"))],
+        [
+            StringStartsWith(("s",), "ab"),
+            Not(EqualTo(("s",), "abc")),
+            Widened(StringStartsWith(("s",), "a")),
+        ],
+    ),
+    (
+        "s LIKE '%ab%' AND s NOT LIKE '%cd' AND s LIKE 'x%y_z' AND s NOT LIKE 'x%y'",
+        [
+            StringContains(("s",), "ab"),
+            Not(StringEndsWith(("s",), "cd")),
+            Widened(
+                And(
+                    And(StringStartsWith(("s",), "x"), StringContains(("s",), "y")),
+                    StringEndsWith(("s",), "z"),
+                )
+            ),
+        ],
     ),
     ("s LIKE 'a!%%' ESCAPE '!'", [StringStartsWith(("s",), "a%")]),
     ("b AND NOT b", [EqualTo(("b",), True), Not(EqualTo(("b",), True))]),
@@ -293,6 +317,8 @@ def test_a_column_condition_is_read_like_its_text(spark: Any, base: Any) -> None
     column = (
         (F.col("k") > 5)
         & F.col("s").startswith("ab")
+        & F.col("s").endswith("yz")
+        & F.col("s").contains("m")
         & ~F.col("st.a").isin(1, 2)
         & F.col("dec").eqNullSafe(Decimal("1.5"))
         & F.expr("i8 BETWEEN 1 AND 3")
@@ -302,6 +328,8 @@ def test_a_column_condition_is_read_like_its_text(spark: Any, base: Any) -> None
     assert pushed_filters(base, column).filters == [
         GreaterThan(("k",), 5),
         StringStartsWith(("s",), "ab"),
+        StringEndsWith(("s",), "yz"),
+        StringContains(("s",), "m"),
         Not(In(("st", "a"), (1, 2))),
         EqualNullSafe(("dec",), Decimal("1.50")),
         And(GreaterThanOrEqual(("i8",), 1), LessThanOrEqual(("i8",), 3)),

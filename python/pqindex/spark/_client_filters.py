@@ -21,6 +21,7 @@ confirm only costs pruning.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,8 @@ from pyspark.sql.datasource import (
     LessThan,
     LessThanOrEqual,
     Not,
+    StringContains,
+    StringEndsWith,
     StringStartsWith,
 )
 
@@ -55,9 +58,9 @@ from pqindex.spark._condition import (
     NotNode,
     OrNode,
     Ref,
-    StartsWith,
+    StringFn,
 )
-from pqindex.spark._predicate import And, Or, resolve
+from pqindex.spark._predicate import And, Or, Widened, resolve
 from pqindex.spark._render import Casts, ColumnRenderer, SqlRenderer
 
 _OPS: dict[str, type[Filter]] = {
@@ -351,38 +354,59 @@ class _Check:
                 if not items:
                     return None
             return Not(In(path, items)) if node.negated else In(path, items)
-        if isinstance(node, StartsWith):
-            prefix = values.get(node.prefix.index)
-            return StringStartsWith(path, prefix) if isinstance(prefix, str) else None
+        if isinstance(node, StringFn):
+            text = values.get(node.text.index)
+            if not isinstance(text, str):
+                return None
+            return _STRING_FILTERS[node.name](path, text)
         if isinstance(node, Like):
             return self._like(node, values)
         return None
 
     def _like(self, node: Like, values: dict[int, Any]) -> Filter | None:
-        """A LIKE pattern that is a plain string, with or without a trailing ``%``."""
+        """A LIKE pattern as Spark's string filters: ``p`` an equality, ``p%`` a prefix,
+        ``%p`` a suffix, ``%p%`` a substring, exactly; any other pattern the AND of its
+        pieces' filters, which keeps every matching row and maybe more (never negated)."""
         pattern = values.get(node.pattern.index)
         escape = "\\" if node.escape is None else values.get(node.escape.index)
         if not isinstance(pattern, str) or not isinstance(escape, str) or len(escape) != 1:
             return None
-        literal, i, prefix = "", 0, False
-        while i < len(pattern):
-            c = pattern[i]
-            if c == escape:
-                if i + 1 >= len(pattern):
-                    return None
-                literal += pattern[i + 1]
-                i += 2
-                continue
-            if c == "_" or (c == "%" and i != len(pattern) - 1):
-                return None
-            if c == "%":
-                prefix = True
-            else:
-                literal += c
-            i += 1
+        tokens = _like_tokens(pattern, escape)
+        if tokens is None:
+            return None
         path = node.ref.path
-        f: Filter = StringStartsWith(path, literal) if prefix else EqualTo(path, literal)
-        return Not(f) if node.negated else f
+        exact: Filter | None = None
+        match tokens:
+            case [str(text)]:
+                exact = EqualTo(path, text)
+            case [str(text), _Wild.ANY]:
+                exact = StringStartsWith(path, text)
+            case [_Wild.ANY, str(text)]:
+                exact = StringEndsWith(path, text)
+            case [_Wild.ANY, str(text), _Wild.ANY]:
+                exact = StringContains(path, text)
+            case [_Wild.ANY]:
+                exact = IsNotNull(path)
+        if exact is not None:
+            return Not(exact) if node.negated else exact
+        if node.negated:
+            return None
+        parts: list[Filter] = []
+        for i, t in enumerate(tokens):
+            if not isinstance(t, str) or not t:
+                continue
+            if i == 0:
+                parts.append(StringStartsWith(path, t))
+            elif i == len(tokens) - 1:
+                parts.append(StringEndsWith(path, t))
+            else:
+                parts.append(StringContains(path, t))
+        if not parts:
+            return None
+        combined = parts[0]
+        for p in parts[1:]:
+            combined = And(combined, p)
+        return Widened(combined)
 
     # --- talking to Spark ---------------------------------------------------------------
 
@@ -441,13 +465,56 @@ class _Comparison:
     between: bool = False
 
 
+_STRING_FILTERS: dict[str, Callable[[tuple[str, ...], str], Filter]] = {
+    "startswith": StringStartsWith,
+    "endswith": StringEndsWith,
+    "contains": StringContains,
+}
+
+
+class _Wild(enum.Enum):
+    """A LIKE wildcard."""
+
+    ANY = "%"
+    ONE = "_"
+
+
+def _like_tokens(pattern: str, escape: str) -> list[str | _Wild] | None:
+    """A LIKE pattern as literal runs and wildcards (None when it ends with its escape
+    character)."""
+    tokens: list[str | _Wild] = []
+    literal: str | None = None
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == escape:
+            if i + 1 >= len(pattern):
+                return None
+            literal = (literal or "") + pattern[i + 1]
+            i += 2
+            continue
+        if c in "%_":
+            if literal is not None:
+                tokens.append(literal)
+                literal = None
+            wild = _Wild(c)
+            if not (wild is _Wild.ANY and tokens and tokens[-1] is _Wild.ANY):
+                tokens.append(wild)
+        else:
+            literal = (literal or "") + c
+        i += 1
+    if literal is not None:
+        tokens.append(literal)
+    return tokens
+
+
 def _comparisons(node: Node) -> list[_Comparison]:
     if isinstance(node, (AndNode, OrNode)):
         return _comparisons(node.left) + _comparisons(node.right)
     if isinstance(node, NotNode):
         return _comparisons(node.child)
-    if isinstance(node, (Cmp, StartsWith)):
-        return [_Comparison(node.ref, (node.lit if isinstance(node, Cmp) else node.prefix,))]
+    if isinstance(node, (Cmp, StringFn)):
+        return [_Comparison(node.ref, (node.lit if isinstance(node, Cmp) else node.text,))]
     if isinstance(node, Between):
         return [_Comparison(node.ref, (node.low, node.high), between=True)]
     if isinstance(node, InList):

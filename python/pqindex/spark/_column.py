@@ -26,7 +26,7 @@ from pqindex.spark._condition import (
     NotUnderstood,
     OrNode,
     Ref,
-    StartsWith,
+    StringFn,
     split_name,
 )
 
@@ -106,9 +106,14 @@ class _Reader:
         args = _function(expr, "in")
         if args is not None and len(args) >= 2:
             return InList(self.ref(args[0]), tuple(self.literal(a) for a in args[1:]))
-        args = _function(expr, "startsWith", "startswith")
-        if args is not None and len(args) == 2:
-            return StartsWith(self.ref(args[0]), self.literal(args[1]))
+        for fn, names in (
+            ("startswith", ("startsWith", "startswith")),
+            ("endswith", ("endsWith", "endswith")),
+            ("contains", ("contains",)),
+        ):
+            args = _function(expr, *names)
+            if args is not None and len(args) == 2:
+                return StringFn(fn, self.ref(args[0]), self.literal(args[1]))
         args = _function(expr, "like")
         if args is not None and len(args) == 2:
             return Like(self.ref(args[0]), self.literal(args[1]))

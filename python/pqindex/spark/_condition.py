@@ -70,12 +70,18 @@ class Like:
     negated: bool = False
 
 
-@dataclass(frozen=True)
-class StartsWith:
-    """``startswith(ref, lit)``, as a Connect ``Column.startswith`` builds it."""
+#: Spark's string functions that make a condition, by their SQL names.
+STRING_FUNCTIONS = ("startswith", "endswith", "contains")
 
+
+@dataclass(frozen=True)
+class StringFn:
+    """``startswith(ref, lit)``, ``endswith`` or ``contains``, as Connect's
+    ``Column.startswith`` (etc.) builds it; ``name`` is the lower-case function name."""
+
+    name: str
     ref: Ref
-    prefix: Lit
+    text: Lit
 
 
 @dataclass(frozen=True)
@@ -102,7 +108,7 @@ class NotNode:
     child: Node
 
 
-Node = Cmp | Between | InList | IsNull | Like | StartsWith | BoolRef | AndNode | OrNode | NotNode
+Node = Cmp | Between | InList | IsNull | Like | StringFn | BoolRef | AndNode | OrNode | NotNode
 
 
 @dataclass(frozen=True)
@@ -148,8 +154,8 @@ def literal_uses(node: Node) -> list[tuple[Ref, Lit]]:
         return [(node.ref, node.low), (node.ref, node.high)]
     if isinstance(node, InList):
         return [(node.ref, item) for item in node.items]
-    if isinstance(node, StartsWith):
-        return [(node.ref, node.prefix)]
+    if isinstance(node, StringFn):
+        return [(node.ref, node.text)]
     return []
 
 

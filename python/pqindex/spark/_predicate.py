@@ -40,6 +40,8 @@ from pyspark.sql.datasource import (
     LessThan,
     LessThanOrEqual,
     Not,
+    StringContains,
+    StringEndsWith,
     StringStartsWith,
 )
 
@@ -58,6 +60,14 @@ class Or(Filter):
 
     left: Filter
     right: Filter
+
+
+@dataclass(frozen=True)
+class Widened(Filter):
+    """``child`` keeps every row the condition it stands for keeps, and maybe more (a LIKE
+    pattern as the AND of its pieces): translated as ``child``, never exact."""
+
+    child: Filter
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,9 @@ def translate(f: Filter, schema: T.StructType) -> Translated | None:
         if left is None or right is None:
             return None
         return Translated(f"({left.sql}) OR ({right.sql})", left.exact and right.exact)
+    if isinstance(f, Widened):
+        child = translate(f.child, schema)
+        return None if child is None else Translated(child.sql, False)
     if isinstance(f, Not):
         child = translate(f.child, schema)
         if child is None or not child.exact:
@@ -150,24 +163,19 @@ def _leaf(f: Filter, schema: T.StructType) -> Translated | None:
         # list still keeps the matching rows, but its negation would keep too many.
         exact = len(present) == len(f.value)
         return Translated(f"{name} IN ({', '.join(v for v in values if v)})", exact)
-    if isinstance(f, StringStartsWith) and _is_plain_string(data_type):
-        return _prefix(name, f.value)
+    function = _STRING_FUNCTIONS.get(type(f))
+    text = getattr(f, "value", None)
+    if function is not None and _is_plain_string(data_type) and isinstance(text, str):
+        # Spark compares UTF8_BINARY strings by their bytes, as pqindex does.
+        return Translated(f"{function}({name}, {_string(text)})", True)
     return None
 
 
-def _prefix(name: str, prefix: Any) -> Translated | None:
-    """Strings starting with ``prefix`` sort at or after it and before the prefix with its
-    last character incremented (code point order is UTF-8 byte order)."""
-    if not isinstance(prefix, str):
-        return None
-    if prefix == "":
-        return Translated(f"{name} IS NOT NULL", True)
-    low = f"{name} >= {_string(prefix)}"
-    last = ord(prefix[-1])
-    if last >= 0x10FFFF or 0xD7FF <= last < 0xE000:
-        return Translated(low, False)
-    high = prefix[:-1] + chr(last + 1)
-    return Translated(f"{low} AND {name} < {_string(high)}", False)
+_STRING_FUNCTIONS: dict[type, str] = {
+    StringStartsWith: "starts_with",
+    StringEndsWith: "ends_with",
+    StringContains: "contains",
+}
 
 
 def resolve(path: Sequence[str], schema: T.StructType) -> tuple[str, T.DataType] | None:

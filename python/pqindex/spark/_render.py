@@ -22,12 +22,15 @@ from pqindex.spark._condition import (
     NotNode,
     OrNode,
     Ref,
-    StartsWith,
+    StringFn,
 )
 
 #: ``literal(index, cast)``: the condition's literal as the caller wrote it (SQL text or a
 #: Connect ``Column``), cast to ``cast`` if given.
 Literal = Callable[[int, "T.DataType | None"], Any]
+
+#: The names Connect's ``Column`` methods give the string functions.
+_CONNECT_NAMES = {"startswith": "startsWith", "endswith": "endsWith", "contains": "contains"}
 
 
 @dataclass
@@ -93,8 +96,8 @@ class SqlRenderer:
         if isinstance(node, Like):
             escape = "" if node.escape is None else f" ESCAPE {self.lit(node.escape)}"
             return f"{ref} {not_}LIKE {self.lit(node.pattern)}{escape}"
-        if isinstance(node, StartsWith):
-            return f"startswith({ref}, {self.lit(node.prefix)})"
+        if isinstance(node, StringFn):
+            return f"{node.name}({ref}, {self.lit(node.text)})"
         return ref  # BoolRef
 
 
@@ -156,8 +159,8 @@ class ColumnRenderer:
         elif isinstance(node, Like):
             extra = [] if node.escape is None else [self.lit(node.escape)]
             out = call("like", ref, self.lit(node.pattern), *extra)
-        elif isinstance(node, StartsWith):
-            return call("startsWith", ref, self.lit(node.prefix))
+        elif isinstance(node, StringFn):
+            return call(_CONNECT_NAMES[node.name], ref, self.lit(node.text))
         else:
             return ref
         return call("not", out) if getattr(node, "negated", False) else out

@@ -32,7 +32,7 @@ from pqindex.spark._condition import (
     NotUnderstood,
     OrNode,
     Ref,
-    StartsWith,
+    StringFn,
 )
 
 _OPERATORS = ("<=>", "<=", ">=", "<>", "!=", "==", "=", "<", ">", "(", ")", ",", ".", "-", "+")
@@ -265,7 +265,9 @@ class _Parser:
             node = self.disjunction()
             self.expect_op(")")
             return node
-        if t.word() in ("STARTSWITH", "BETWEEN") and self.peek(1).text == "(":
+        if t.word() in ("STARTSWITH", "ENDSWITH", "CONTAINS", "BETWEEN") and (
+            self.peek(1).text == "("
+        ):
             return self.function_form(t.word())
         left = self.operand()
         t = self.peek()
@@ -308,7 +310,8 @@ class _Parser:
         return BoolRef(left)
 
     def function_form(self, name: str) -> Node:
-        """``startswith(ref, lit)`` and ``between(ref, lo, hi)``, as Spark prints them."""
+        """``startswith(ref, lit)`` (``endswith``, ``contains``) and ``between(ref, lo, hi)``,
+        as Spark prints them."""
         self.i += 1
         self.expect_op("(")
         ref = self.reference()
@@ -317,8 +320,8 @@ class _Parser:
             self.i += 1
             args.append(self.literal())
         self.expect_op(")")
-        if name == "STARTSWITH" and len(args) == 1:
-            return StartsWith(ref, args[0])
+        if name in ("STARTSWITH", "ENDSWITH", "CONTAINS") and len(args) == 1:
+            return StringFn(name.lower(), ref, args[0])
         if name == "BETWEEN" and len(args) == 2:
             return Between(ref, args[0], args[1])
         raise NotUnderstood(name)

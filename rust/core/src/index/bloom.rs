@@ -1,23 +1,28 @@
-//! The `bloom` index: one Parquet split-block bloom filter per unit (file, row group or
-//! page) of a column, for files whose writer wrote none, or wrote saturated ones.
+//! The `bloom` index: one split-block bloom filter per unit (file, row group or page) of a
+//! column, for files whose writer wrote none, or wrote saturated ones.
 //!
-//! Payload, version 1 (little-endian):
+//! Payload version 2 (written now) is the bloom payload of bloom_payload.rs: the filters,
+//! all sized for the unit with the most distinct values at the requested false-positive
+//! rate, stored block-interleaved, so a probe reads 32 bytes per unit. The parameter
+//! field is 0; values are hashed as Parquet's bloom filters hash them.
+//!
+//! Payload version 1 (read, no longer written; read whole):
 //! ```text
 //! u32 payload version = 1
-//! unit table                       (see units.rs)
+//! unit table                       (see span.rs)
 //! per unit: u64 offset, u32 length (of its bitset, from the payload start)
 //! bitsets                          (Parquet SBBF bitsets: 32-byte blocks of 8 u32 words)
 //! ```
-//! Each filter is sized for the values its unit holds and folded down to the requested
-//! false-positive rate, so it neither saturates nor wastes space.
 
 use parquet::bloom_filter::Sbbf;
 use parquet::schema::types::ColumnDescriptor;
 
 use crate::error::Result;
 use crate::index::block::BlockReader;
+use crate::index::bloom_payload::{Hashes, Header, PayloadBuilder, PayloadProbe, HEAD_GUESS};
 use crate::index::codec::{invalid, Decoder, Encoder};
 use crate::index::column_values::PageValues;
+use crate::index::hash::{hash_bytes, leaf_hashes};
 use crate::index::kind::{
     IndexBuilder, IndexKind, IndexProbe, KindInfo, Param, ParamType, ParamValue, Settings,
 };
@@ -35,8 +40,9 @@ static INFO: KindInfo = KindInfo {
     code: 2,
     class_name: "BloomIndex",
     cli_flag: "bloom",
-    doc: "Split-block bloom filters over a column per file, row group or page, each sized \
-          for the values it holds and folded to the false-positive rate fpp.",
+    doc: "Split-block bloom filters over a column per file, row group or page, sized for the \
+          unit with the most distinct values at the false-positive rate fpp and stored so \
+          that a lookup reads 32 bytes per unit.",
     multi_column: false,
     granularities: &[Granularity::RowGroup, Granularity::File, Granularity::Page],
     params: &[Param {
@@ -61,18 +67,63 @@ impl IndexKind for Bloom {
     }
 
     fn builder(&self, settings: &Settings) -> Box<dyn IndexBuilder> {
-        Box::new(BloomBuilder::new(
+        Box::new(PayloadBuilder::new(
+            PAYLOAD_VERSION,
+            0,
             settings.granularity,
             settings.float("fpp"),
+            Box::new(ValueHashes),
         ))
     }
 
     fn verify(&self, payload: &[u8]) -> Result<Vec<Span>> {
-        Ok(BloomIndex::decode(payload)?.spans)
+        match payload_version(payload)? {
+            V1 => Ok(BloomIndex::decode(payload)?.spans),
+            _ => Ok(Header::verify(payload, PAYLOAD_VERSION, INFO.name)?.spans),
+        }
     }
 
     fn probe(&self, block: &BlockReader) -> Result<Box<dyn IndexProbe>> {
-        Ok(Box::new(BloomIndex::decode(&block.payload()?)?))
+        let head = block.payload_range(0, 4.min(block.payload_len()) as usize)?;
+        match payload_version(&head)? {
+            V1 => Ok(Box::new(BloomIndex::decode(&block.payload()?)?)),
+            _ => Ok(Box::new(PayloadProbe::new(
+                Header::read(block, PAYLOAD_VERSION, INFO.name)?,
+                Box::new(ValueHashes),
+            ))),
+        }
+    }
+
+    fn head_len(&self) -> Option<u64> {
+        Some(HEAD_GUESS)
+    }
+}
+
+/// The payload's version, 1 or 2.
+fn payload_version(payload: &[u8]) -> Result<u32> {
+    let v = Decoder::new(payload).u32()?;
+    match v {
+        V1 | PAYLOAD_VERSION => Ok(v),
+        other => Err(invalid(format!("bloom payload version {other}"))),
+    }
+}
+
+/// Values hashed as Parquet's bloom filters hash them (their plain encoding).
+struct ValueHashes;
+
+impl Hashes for ValueHashes {
+    fn of_value(&self, value: &[u8], out: &mut Vec<u64>) {
+        out.push(hash_bytes(value));
+    }
+
+    fn of_leaf(
+        &self,
+        leaf: &Predicate,
+        column: &parquet::schema::types::ColumnDescriptor,
+    ) -> Option<Vec<Vec<u64>>> {
+        // Each candidate encoding of each value is one alternative.
+        let hashes = leaf_hashes(leaf, column.physical_type(), column.type_length())?;
+        Some(hashes.into_iter().map(|h| vec![h]).collect())
     }
 }
 
@@ -99,21 +150,15 @@ impl IndexProbe for BloomIndex {
     }
 }
 
-impl IndexBuilder for BloomBuilder {
-    fn page(&mut self, p: &PageValues) {
-        BloomBuilder::page(self, p);
-    }
-
-    fn finish(self: Box<Self>) -> Vec<u8> {
-        BloomBuilder::finish(*self)
-    }
-}
-
-pub const PAYLOAD_VERSION: u32 = 1;
+/// The payload version written now.
+pub const PAYLOAD_VERSION: u32 = 2;
+/// The first payload version: one bitset per unit, read whole.
+const V1: u32 = 1;
 /// The largest bitset the Parquet format allows.
 const MAX_BITSET: u32 = 128 * 1024 * 1024;
 
-/// Builds a bloom index while a column is read.
+/// Builds a version-1 payload: one filter per unit, each sized for its own values. The
+/// catalog keeps a file's filter this way (it reads it whole).
 pub struct BloomBuilder {
     units: SpanAssigner,
     granularity: Granularity,
@@ -165,7 +210,7 @@ impl BloomBuilder {
             bitsets.push(bits);
         }
         let mut e = Encoder::default();
-        e.u32(PAYLOAD_VERSION);
+        e.u32(V1);
         encode_spans(&self.units.spans, &mut e);
         let mut offset = (e.len() + bitsets.len() * 12) as u64;
         for b in &bitsets {
@@ -189,7 +234,7 @@ pub struct BloomIndex {
 impl BloomIndex {
     pub fn decode(payload: &[u8]) -> Result<BloomIndex> {
         let mut d = Decoder::new(payload);
-        d.version(PAYLOAD_VERSION, "bloom")?;
+        d.version(V1, "bloom")?;
         let spans = decode_spans(&mut d)?;
         let mut filters = Vec::with_capacity(spans.len());
         let mut locations = Vec::with_capacity(spans.len());

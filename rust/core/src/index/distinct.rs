@@ -83,6 +83,10 @@ impl IndexKind for Distinct {
             buckets: HashMap::new(),
         }))
     }
+
+    fn head_len(&self) -> Option<u64> {
+        Some(HEADER_GUESS)
+    }
 }
 
 /// First read of a distinct index: usually the whole header and directory.
@@ -113,6 +117,26 @@ struct DistinctProbe {
 impl IndexProbe for DistinctProbe {
     fn spans(&self) -> &[Span] {
         &self.header.spans
+    }
+
+    fn wanted(&self, leaf: &Predicate, column: &ColumnDescriptor) -> Vec<std::ops::Range<u64>> {
+        let Some(hashes) = leaf_hashes(leaf, column.physical_type(), column.type_length()) else {
+            return Vec::new();
+        };
+        let mut buckets: Vec<usize> = hashes
+            .into_iter()
+            .map(|h| self.header.bucket_of(h))
+            .filter(|b| !self.buckets.contains_key(b))
+            .collect();
+        buckets.sort_unstable();
+        buckets.dedup();
+        buckets
+            .into_iter()
+            .map(|b| {
+                let (off, len, _) = self.header.directory[b];
+                off..off + u64::from(len)
+            })
+            .collect()
     }
 
     fn units(

@@ -12,11 +12,13 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use parquet::file::metadata::ParquetMetaData;
+use parquet::schema::types::ColumnDescPtr;
 
 use crate::error::{Error, Result};
 use crate::index::block::BlockReader;
+use crate::index::container::HEADER_LEN;
 use crate::index::kind::{IndexKind, IndexProbe};
-use crate::index::locator::{locators, Locator};
+use crate::index::locator::{locators, Granularity, Locator};
 use crate::index::registry;
 use crate::index::span::{check_spans, WHOLE_FILE};
 use crate::io::StorageFile;
@@ -88,6 +90,9 @@ pub struct FileIndexes<'a> {
     verdicts: Vec<(Predicate, Option<LeafVerdict>)>,
     pub warnings: Vec<String>,
     pub indexes_read: u64,
+    /// Bytes of index blocks fetched for planning: heads (or whole blocks) with the page
+    /// index, then the sections lookups need.
+    bytes_fetched: std::cell::Cell<u64>,
 }
 
 impl<'a> FileIndexes<'a> {
@@ -138,6 +143,7 @@ impl<'a> FileIndexes<'a> {
             verdicts: Vec::new(),
             warnings,
             indexes_read: 0,
+            bytes_fetched: std::cell::Cell::new(0),
         }
     }
 
@@ -148,19 +154,9 @@ impl<'a> FileIndexes<'a> {
     /// The combined verdict of every usable index on the leaf's column, or `None` when no
     /// index can answer for this leaf.
     pub fn verdict(&mut self, leaf: &Predicate) -> Option<LeafVerdict> {
-        let leaf_idx = leaf.column()?.leaf?;
-        let schema = self.md.file_metadata().schema_descr();
-        let descr = schema.column(leaf_idx);
-        let name = descr.path().string();
-        if leaves_named(schema, &name).len() != 1 {
-            return None;
-        }
+        let (found, descr) = self.answering(leaf)?;
         let mut out: Option<LeafVerdict> = None;
-        for i in 0..self.entries.len() {
-            let e = &self.entries[i];
-            if e.locator.columns != [name.clone()] || !e.kind.answers(leaf) {
-                continue;
-            }
+        for i in found {
             let units = match self.units_for(i, leaf, &descr) {
                 Ok(Some(u)) => u,
                 Ok(None) => continue,
@@ -189,6 +185,22 @@ impl<'a> FileIndexes<'a> {
         self.entries[i].state = State::Skipped;
     }
 
+    /// Open index `i` for planning, if it is not open yet.
+    fn open(&mut self, i: usize) -> Result<()> {
+        if !matches!(self.entries[i].state, State::Unread) {
+            return Ok(());
+        }
+        let body_end = self.body_end()?;
+        let entry = &mut self.entries[i];
+        let info = entry.kind.info();
+        let block = BlockReader::new(&self.file, &entry.locator, body_end, info.code, info.name)?;
+        self.indexes_read += 1;
+        let probe = entry.kind.probe(&block)?;
+        check_spans(probe.spans(), self.md)?;
+        entry.state = State::Open(probe);
+        Ok(())
+    }
+
     /// The ids of the units of index `i` that may hold a matching value.
     fn units_for(
         &mut self,
@@ -196,21 +208,67 @@ impl<'a> FileIndexes<'a> {
         leaf: &Predicate,
         column: &parquet::schema::types::ColumnDescriptor,
     ) -> Result<Option<Vec<u32>>> {
+        self.open(i)?;
         let body_end = self.body_end()?;
-        let (file, md) = (&self.file, self.md);
         let entry = &mut self.entries[i];
         let info = entry.kind.info();
-        let block = BlockReader::new(file, &entry.locator, body_end, info.code, info.name)?;
-        if matches!(entry.state, State::Unread) {
-            self.indexes_read += 1;
-            let probe = entry.kind.probe(&block)?;
-            check_spans(probe.spans(), md)?;
-            entry.state = State::Open(probe);
-        }
+        let block = BlockReader::new(&self.file, &entry.locator, body_end, info.code, info.name)?;
         match &mut entry.state {
             State::Open(probe) => probe.units(leaf, column, &block),
             _ => Ok(None),
         }
+    }
+
+    /// The indexes that may answer for `leaf`, with the leaf's column.
+    fn answering(&self, leaf: &Predicate) -> Option<(Vec<usize>, ColumnDescPtr)> {
+        let leaf_idx = leaf.column()?.leaf?;
+        let schema = self.md.file_metadata().schema_descr();
+        let descr = schema.column(leaf_idx);
+        let name = descr.path().string();
+        if leaves_named(schema, &name).len() != 1 {
+            return None;
+        }
+        let found: Vec<usize> = (0..self.entries.len())
+            .filter(|&i| {
+                let e = &self.entries[i];
+                e.locator.columns == [name.clone()]
+                    && !matches!(e.state, State::Skipped)
+                    && e.kind.answers(leaf)
+            })
+            .collect();
+        Some((found, descr))
+    }
+
+    /// Open every index that may answer for `leaves` and fetch, at once, what each will
+    /// read to answer (buckets, bloom rows).
+    fn fetch_for(&mut self, leaves: &[&Predicate]) -> Result<()> {
+        let mut ranges = Vec::new();
+        for leaf in leaves {
+            let Some((found, descr)) = self.answering(leaf) else {
+                continue;
+            };
+            for i in found {
+                if let Err(e) = self.open(i) {
+                    self.skip(i, e);
+                    continue;
+                }
+                if let State::Open(probe) = &self.entries[i].state {
+                    let base = self.entries[i].locator.offset + HEADER_LEN as u64;
+                    ranges.extend(
+                        probe
+                            .wanted(leaf, &descr)
+                            .into_iter()
+                            .map(|r| base + r.start..base + r.end),
+                    );
+                }
+            }
+        }
+        if !ranges.is_empty() {
+            let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+            self.bytes_fetched.set(self.bytes_fetched.get() + bytes);
+            self.file.prefetch(ranges)?;
+        }
+        Ok(())
     }
 
     fn body_end(&mut self) -> Result<u64> {
@@ -293,11 +351,35 @@ impl Evidence for FileIndexes<'_> {
             .filter(|l| **l < schema.num_columns())
             .map(|l| schema.column(*l).path().string())
             .collect();
-        self.entries
+        // Indexes read in part: their head now, the rest once the leaves are known
+        // (`prepare`); others whole.
+        let ranges: Vec<Range<u64>> = self
+            .entries
             .iter()
             .filter(|e| e.locator.columns.iter().any(|c| names.contains(c)))
-            .filter_map(|e| Some(e.locator.offset..e.locator.offset.checked_add(e.locator.length)?))
-            .collect()
+            .filter_map(|e| {
+                let len = match e.kind.head_len() {
+                    Some(head) => e.locator.length.min(HEADER_LEN as u64 + head),
+                    None => e.locator.length,
+                };
+                Some(e.locator.offset..e.locator.offset.checked_add(len)?)
+            })
+            .collect();
+        let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+        self.bytes_fetched.set(self.bytes_fetched.get() + bytes);
+        ranges
+    }
+
+    fn answers(&self, leaf: &Predicate) -> bool {
+        self.answering(leaf).is_some_and(|(found, _)| {
+            found
+                .iter()
+                .any(|&i| self.entries[i].locator.granularity != Granularity::File)
+        })
+    }
+
+    fn prepare(&mut self, leaves: &[&Predicate]) -> Result<()> {
+        self.fetch_for(leaves)
     }
 
     fn report(&self) -> Report {
@@ -312,6 +394,7 @@ impl Evidence for FileIndexes<'_> {
         Report {
             used,
             read: self.indexes_read,
+            bytes: self.bytes_fetched.get(),
             warnings: self.warnings.clone(),
         }
     }

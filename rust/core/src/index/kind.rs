@@ -129,6 +129,12 @@ pub trait IndexKind: Send + Sync + std::fmt::Debug {
 
     /// Open an index for planning; reads from `block` only what it needs up front.
     fn probe(&self, block: &BlockReader) -> Result<Box<dyn IndexProbe>>;
+
+    /// How many payload bytes `probe` reads first, so planning can fetch them with the
+    /// page index; `None` when it reads the whole block.
+    fn head_len(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Builds one index while its column is read, page by page in file order.
@@ -142,6 +148,12 @@ pub trait IndexBuilder: Send {
 pub trait IndexProbe: Send {
     /// The rows each unit covers.
     fn spans(&self) -> &[Span];
+
+    /// Payload ranges `units` will read for `leaf` that it has not read yet, so planning
+    /// can fetch those of every leaf and index at once.
+    fn wanted(&self, _leaf: &Predicate, _column: &ColumnDescriptor) -> Vec<std::ops::Range<u64>> {
+        Vec::new()
+    }
 
     /// The ids of the units that may hold a row satisfying `leaf` (a leaf on this index's
     /// column, described by `column`); `None` when this kind cannot answer for the leaf.

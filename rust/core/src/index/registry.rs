@@ -11,9 +11,19 @@ use crate::index::hll::Hll;
 use crate::index::kind::IndexKind;
 use crate::index::locator::Locator;
 use crate::index::minmax::MinMax;
+use crate::index::ngram::Ngram;
+use crate::index::token::Token;
 use crate::io::StorageFile;
 
-static KINDS: &[&dyn IndexKind] = &[&Distinct, &Bloom, &Hll, &MinMax, &Aggregates];
+static KINDS: &[&dyn IndexKind] = &[
+    &Distinct,
+    &Bloom,
+    &Hll,
+    &MinMax,
+    &Aggregates,
+    &Ngram,
+    &Token,
+];
 
 /// Every kind, in the order users see them.
 pub fn kinds() -> &'static [&'static dyn IndexKind] {

@@ -99,6 +99,8 @@ counters! {
         /// Rows the page index left that embedded page-level indexes ruled out.
         rows_pruned_by_index,
         indexes_read,
+        /// Bytes of embedded indexes fetched for planning (part of bytes_read).
+        index_bytes_read,
         indexes_skipped,
         files_pruned_by_catalog,
         /// Files a table's own per-file statistics ruled out.

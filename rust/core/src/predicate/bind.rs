@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 use crate::predicate::coerce::{coerce, Coerced};
 use crate::predicate::expr::{CmpOp, Column, ColumnRef, Predicate};
 use crate::predicate::literal::{cast_literal, describe, Literal, SqlType};
-use crate::predicate::sql::Ast;
+use crate::predicate::pattern::StrPattern;
+use crate::predicate::sql::{Ast, MatchFn};
 use crate::predicate::value::{Domain, IntKind, Value};
 
 /// What a predicate can refer to.
@@ -130,6 +131,12 @@ impl Binder<'_, '_> {
                     p
                 }
             }
+            Ast::Match {
+                expr,
+                pattern,
+                how,
+                negated,
+            } => self.string_match(expr, pattern, how, *negated)?,
             Ast::Column(_) | Ast::Cast(..) => match self.operand(ast)? {
                 Operand::Column(col) if col.domain == Domain::Bool => Predicate::Cmp {
                     col,
@@ -204,6 +211,104 @@ impl Binder<'_, '_> {
                     None => Predicate::NullOr { col, value: false },
                 }
             }
+        })
+    }
+
+    /// `x LIKE 'p'` and the string functions: a pattern on a string column. A pattern
+    /// without wildcards is an equality, `'%'` holds for every value; NULL gives NULL.
+    fn string_match(
+        &self,
+        expr: &Ast,
+        pattern: &Ast,
+        how: &MatchFn,
+        negated: bool,
+    ) -> Result<Predicate> {
+        let text = |ast: &Ast, what: &str| -> Result<Option<String>> {
+            match self.operand(ast)? {
+                Operand::Lit(Literal::Null) => Ok(None),
+                Operand::Lit(Literal::Str(s)) => Ok(Some(s)),
+                Operand::Lit(other) => Err(Error::predicate(format!(
+                    "{what} must be a string, not {}",
+                    describe(&other)
+                ))),
+                Operand::Column(c) => Err(Error::unsupported(format!(
+                    "{what} must be a constant, not column {}",
+                    c.name
+                ))),
+            }
+        };
+        let Some(pattern_text) = text(pattern, "the pattern")? else {
+            return Ok(Predicate::Const(None));
+        };
+        let pattern = match how {
+            MatchFn::Like {
+                escape,
+                case_insensitive,
+            } => {
+                let escape = match escape {
+                    None => None,
+                    Some(e) => match text(e, "the ESCAPE character")? {
+                        None => return Ok(Predicate::Const(None)),
+                        Some(e) if e.chars().count() > 1 => {
+                            return Err(Error::predicate(format!(
+                                "the ESCAPE character must be one character, not {e:?}"
+                            )))
+                        }
+                        Some(e) => e.chars().next(),
+                    },
+                };
+                StrPattern::like(&pattern_text, escape, *case_insensitive)?
+            }
+            MatchFn::StartsWith => StrPattern::starts_with(&pattern_text),
+            MatchFn::EndsWith => StrPattern::ends_with(&pattern_text),
+            MatchFn::Contains => StrPattern::contains(&pattern_text),
+            MatchFn::Regex { options } => {
+                let options = match options {
+                    None => None,
+                    Some(o) => match text(o, "the options of regexp_matches")? {
+                        None => return Ok(Predicate::Const(None)),
+                        Some(o) => Some(o),
+                    },
+                };
+                StrPattern::regex(&pattern_text, options.as_deref())?
+            }
+        };
+        let col = match self.operand(expr)? {
+            Operand::Column(col) if col.domain == Domain::Utf8 => col,
+            Operand::Column(col) => {
+                return Err(Error::predicate(format!(
+                    "string patterns need a string column; {} is {}",
+                    col.name, col.data_type
+                )))
+            }
+            Operand::Lit(Literal::Null) => return Ok(Predicate::Const(None)),
+            Operand::Lit(Literal::Str(s)) => {
+                return Ok(Predicate::Const(pattern.matches(&s).map(|m| m != negated)))
+            }
+            Operand::Lit(other) => {
+                return Err(Error::predicate(format!(
+                    "string patterns need a string, not {}",
+                    describe(&other)
+                )))
+            }
+        };
+        if let Some(exact) = pattern.exact() {
+            return Ok(Predicate::Cmp {
+                col,
+                op: if negated { CmpOp::NotEq } else { CmpOp::Eq },
+                value: Value::Bytes(exact.as_bytes().to_vec()),
+            });
+        }
+        if pattern.matches_everything() {
+            return Ok(Predicate::NullOr {
+                col,
+                value: !negated,
+            });
+        }
+        Ok(Predicate::Match {
+            col,
+            pattern: Arc::new(pattern),
+            negated,
         })
     }
 

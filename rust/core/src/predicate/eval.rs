@@ -9,12 +9,15 @@ use std::sync::Arc;
 use arrow_arith::boolean::{and_kleene, is_not_null, is_null, not, or_kleene};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float32Type, Float64Type};
-use arrow_array::{make_array, Array, ArrayRef, BooleanArray, RecordBatch, Scalar};
+use arrow_array::{make_array, Array, ArrayRef, BooleanArray, RecordBatch, Scalar, StringArray};
 use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_ord::cmp;
 use arrow_schema::{ArrowError, DataType};
+use arrow_string::like;
+use arrow_string::regexp::regexp_is_match_scalar;
 
 use crate::predicate::expr::{CmpOp, ColumnRef, Predicate};
+use crate::predicate::pattern::{lower, StrPattern};
 use crate::predicate::value::{to_scalar_array, Value};
 
 /// Evaluate `pred` on `batch`: TRUE, FALSE or NULL per row.
@@ -65,9 +68,114 @@ pub fn evaluate(pred: &Predicate, batch: &RecordBatch) -> Result<BooleanArray, A
             };
             Ok(BooleanArray::new(values, array.logical_nulls()))
         }
+        Predicate::Match {
+            col,
+            pattern,
+            negated,
+        } => {
+            let array = column(batch, col)?;
+            string_match(&array, pattern, *negated)
+        }
         Predicate::And(parts) => fold(parts, batch, and_kleene),
         Predicate::Or(parts) => fold(parts, batch, or_kleene),
     }
+}
+
+/// A string column against a pattern, with arrow's string kernels.
+fn string_match(
+    array: &ArrayRef,
+    pattern: &StrPattern,
+    negated: bool,
+) -> Result<BooleanArray, ArrowError> {
+    let matched = match pattern {
+        StrPattern::Like {
+            case_insensitive, ..
+        } => {
+            let text = pattern.arrow_like().unwrap_or_default();
+            let scalar = |dt: &DataType| -> Result<Scalar<ArrayRef>, ArrowError> {
+                Ok(Scalar::new(
+                    to_scalar_array(&Value::Bytes(text.clone().into_bytes()), dt)
+                        .map_err(ArrowError::from)?,
+                ))
+            };
+            if !case_insensitive {
+                return if negated {
+                    like::nlike(array, &scalar(array.data_type())?)
+                } else {
+                    like::like(array, &scalar(array.data_type())?)
+                };
+            }
+            // DuckDB lower-cases both sides; on ASCII that is arrow's case-insensitive
+            // match, elsewhere the values are lower-cased the same way first.
+            if text.is_ascii() && all_ascii(array) {
+                like::ilike(array, &scalar(array.data_type())?)?
+            } else {
+                let lowered = lower_strings(array)?;
+                like::like(&lowered, &scalar(lowered.data_type())?)?
+            }
+        }
+        StrPattern::Regex {
+            pattern: text,
+            case_insensitive,
+            ..
+        } => {
+            let flag = case_insensitive.then_some("i");
+            match array.data_type() {
+                DataType::Utf8 => regexp_is_match_scalar(array.as_string::<i32>(), text, flag)?,
+                DataType::LargeUtf8 => {
+                    regexp_is_match_scalar(array.as_string::<i64>(), text, flag)?
+                }
+                DataType::Utf8View => regexp_is_match_scalar(array.as_string_view(), text, flag)?,
+                other => {
+                    return Err(ArrowError::InvalidArgumentError(format!(
+                        "regexp_matches on a {other} column"
+                    )))
+                }
+            }
+        }
+    };
+    if negated {
+        not(&matched)
+    } else {
+        Ok(matched)
+    }
+}
+
+/// Whether every byte of a string array's values is ASCII.
+fn all_ascii(array: &ArrayRef) -> bool {
+    match array.data_type() {
+        DataType::Utf8 => array.as_string::<i32>().values().is_ascii(),
+        DataType::LargeUtf8 => array.as_string::<i64>().values().is_ascii(),
+        DataType::Utf8View => array.as_string_view().iter().flatten().all(str::is_ascii),
+        _ => false,
+    }
+}
+
+/// The strings lower-cased as DuckDB's `lower()` does.
+fn lower_strings(array: &ArrayRef) -> Result<ArrayRef, ArrowError> {
+    let lowered: StringArray = match array.data_type() {
+        DataType::Utf8 => array
+            .as_string::<i32>()
+            .iter()
+            .map(|v| v.map(lower))
+            .collect(),
+        DataType::LargeUtf8 => array
+            .as_string::<i64>()
+            .iter()
+            .map(|v| v.map(lower))
+            .collect(),
+        DataType::Utf8View => array
+            .as_string_view()
+            .iter()
+            .map(|v| v.map(lower))
+            .collect(),
+        other => {
+            return Err(ArrowError::InvalidArgumentError(format!(
+                "ILIKE on a {other} column"
+            )))
+        }
+    };
+    Ok(Arc::new(lowered))
 }
 
 /// The rows where `pred` is TRUE (NULL counts as not selected).
@@ -242,6 +350,65 @@ mod tests {
             nan,
             BooleanArray::from(vec![false, false, true, true, false, false])
         );
+    }
+
+    #[test]
+    fn string_patterns_match_as_duckdb() {
+        use arrow_array::LargeStringArray;
+        let values = vec![
+            Some("abc%def"),
+            Some("ABC_x"),
+            None,
+            Some("école"),
+            Some("İSTANBUL"),
+            Some(""),
+            Some("a\\b"),
+        ];
+        let check = |a: ArrayRef| {
+            let b = batch(a.clone(), "s");
+            let s = col("s", a.data_type().clone());
+            let run = |p: StrPattern, negated: bool| {
+                evaluate(
+                    &Predicate::Match {
+                        col: s.clone(),
+                        pattern: Arc::new(p),
+                        negated,
+                    },
+                    &b,
+                )
+                .unwrap()
+            };
+            let like = |p: &str, esc: Option<char>, ci: bool| StrPattern::like(p, esc, ci).unwrap();
+            assert_eq!(
+                run(like("abc!%%", Some('!'), false), false),
+                BooleanArray::from(vec![
+                    Some(true),
+                    Some(false),
+                    None,
+                    Some(false),
+                    Some(false),
+                    Some(false),
+                    Some(false)
+                ])
+            );
+            let ci = run(like("abc\\_%", Some('\\'), true), false);
+            assert!(ci.value(1));
+            assert!(!ci.value(0));
+            assert!(run(like("É%", None, true), false).value(3));
+            assert!(run(like("istanbul", None, true), false).value(4));
+            assert!(run(like("a\\b", None, false), false).value(6));
+            let n = run(StrPattern::contains("c"), true);
+            assert!(!n.value(0));
+            assert!(n.is_null(2));
+            assert!(n.value(5));
+            let r = run(StrPattern::regex("^[a-z]+%", None).unwrap(), false);
+            assert!(r.value(0) && !r.value(1) && r.is_null(2));
+            let r = run(StrPattern::regex("^abc", Some("i")).unwrap(), false);
+            assert!(r.value(1));
+        };
+        check(Arc::new(StringArray::from(values.clone())));
+        check(Arc::new(LargeStringArray::from(values.clone())));
+        check(Arc::new(arrow_array::StringViewArray::from(values)));
     }
 
     #[test]

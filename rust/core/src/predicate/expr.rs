@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use arrow_schema::DataType;
 
+use crate::predicate::pattern::StrPattern;
 use crate::predicate::value::{Domain, Value};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -131,6 +132,13 @@ pub enum Predicate {
         col: Column,
         value: bool,
     },
+    /// A string column matched against a pattern (`LIKE`, `starts_with`,
+    /// `regexp_matches`...); NULL where the column is NULL.
+    Match {
+        col: Column,
+        pattern: Arc<StrPattern>,
+        negated: bool,
+    },
     And(Vec<Predicate>),
     Or(Vec<Predicate>),
 }
@@ -198,6 +206,15 @@ impl Predicate {
                 negated: !negated,
             },
             Predicate::NullOr { col, value } => Predicate::NullOr { col, value: !value },
+            Predicate::Match {
+                col,
+                pattern,
+                negated,
+            } => Predicate::Match {
+                col,
+                pattern,
+                negated: !negated,
+            },
             Predicate::And(parts) => Predicate::or(parts.into_iter().map(Self::negate).collect()),
             Predicate::Or(parts) => Predicate::and(parts.into_iter().map(Self::negate).collect()),
         }
@@ -231,7 +248,8 @@ impl Predicate {
             Predicate::Cmp { col, .. }
             | Predicate::InList { col, .. }
             | Predicate::IsNull { col, .. }
-            | Predicate::NullOr { col, .. } => f(col),
+            | Predicate::NullOr { col, .. }
+            | Predicate::Match { col, .. } => f(col),
             Predicate::And(parts) | Predicate::Or(parts) => {
                 parts.iter().for_each(|p| p.visit_columns(f))
             }
@@ -300,6 +318,13 @@ impl Predicate {
                 negated: *negated,
             },
             Predicate::NullOr { value, .. } => Predicate::NullOr { col, value: *value },
+            Predicate::Match {
+                pattern, negated, ..
+            } => Predicate::Match {
+                col,
+                pattern: pattern.clone(),
+                negated: *negated,
+            },
             other => other.clone(),
         }
     }
@@ -310,7 +335,8 @@ impl Predicate {
             Predicate::Cmp { col, .. }
             | Predicate::InList { col, .. }
             | Predicate::IsNull { col, .. }
-            | Predicate::NullOr { col, .. } => Some(col),
+            | Predicate::NullOr { col, .. }
+            | Predicate::Match { col, .. } => Some(col),
             _ => None,
         }
     }
@@ -329,6 +355,16 @@ impl Predicate {
                 Some(v),
             ) => Some(values.iter().any(|x| x.sql_cmp(v).is_eq()) != *negated),
             (Predicate::NullOr { value, .. }, Some(_)) => Some(*value),
+            (
+                Predicate::Match {
+                    pattern, negated, ..
+                },
+                Some(Value::Bytes(b)),
+            ) => std::str::from_utf8(b)
+                .ok()
+                .and_then(|s| pattern.matches(s))
+                .map(|m| m != *negated),
+            (Predicate::Match { .. }, Some(_)) => None,
             (Predicate::And(_) | Predicate::Or(_), _) => None,
         }
     }
@@ -379,6 +415,11 @@ impl fmt::Display for Predicate {
                 col.name,
                 if *value { "TRUE" } else { "FALSE" }
             ),
+            Predicate::Match {
+                col,
+                pattern,
+                negated,
+            } => write!(f, "{}", pattern.sql(&col.name, *negated)),
             Predicate::And(parts) => join(f, parts, "AND"),
             Predicate::Or(parts) => join(f, parts, "OR"),
         }

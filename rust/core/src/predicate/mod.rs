@@ -5,6 +5,7 @@ pub mod coerce;
 pub mod eval;
 pub mod expr;
 pub mod literal;
+pub mod pattern;
 pub mod sql;
 pub mod time;
 pub mod value;

@@ -34,6 +34,32 @@ pub enum Ast {
     IsNull(Box<Ast>, bool),
     InList(Box<Ast>, Vec<Ast>, bool),
     Between(Box<Ast>, Box<Ast>, Box<Ast>, bool),
+    /// A string matched against a pattern: `[NOT] [I]LIKE`, `starts_with`, `regexp_matches`...
+    Match {
+        expr: Box<Ast>,
+        pattern: Box<Ast>,
+        how: MatchFn,
+        negated: bool,
+    },
+}
+
+/// How a string is matched against its pattern.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MatchFn {
+    /// `LIKE` (`ILIKE` when `case_insensitive`), with an optional `ESCAPE` constant.
+    Like {
+        escape: Option<Box<Ast>>,
+        case_insensitive: bool,
+    },
+    /// `starts_with` and `prefix`.
+    StartsWith,
+    /// `ends_with` and `suffix`.
+    EndsWith,
+    Contains,
+    /// `regexp_matches`, with its options constant.
+    Regex {
+        options: Option<Box<Ast>>,
+    },
 }
 
 /// Parse `text` as one boolean expression; `now_ns` is the plan's "now".
@@ -129,10 +155,14 @@ impl Converter {
                         ))
                     }
                     ("cast", false) => return Err(Error::unsupported("use CAST(x AS type)")),
+                    (
+                        "starts_with" | "prefix" | "ends_with" | "suffix" | "contains"
+                        | "regexp_matches",
+                        false,
+                    ) => self.match_function(&name, &f.args)?,
                     _ => {
-                        let _ = function_args(&f.args);
                         return Err(Error::unsupported(format!(
-                            "function {} is not supported in predicates (supported: now(), current_date, current_timestamp)",
+                            "function {} is not supported in predicates (supported: now(), current_date, current_timestamp, starts_with, prefix, ends_with, suffix, contains, regexp_matches)",
                             f.name
                         )));
                     }
@@ -184,6 +214,20 @@ impl Converter {
                     }
                 }
             }
+            Expr::Like {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char,
+            } => self.like(expr, pattern, escape_char.as_deref(), false, *negated)?,
+            Expr::ILike {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char,
+            } => self.like(expr, pattern, escape_char.as_deref(), true, *negated)?,
             Expr::IsNull(e) => Ast::IsNull(Box::new(self.convert(e)?), false),
             Expr::IsNotNull(e) => Ast::IsNull(Box::new(self.convert(e)?), true),
             Expr::InList {
@@ -234,6 +278,77 @@ impl Converter {
         })
     }
 
+    fn like(
+        &self,
+        expr: &Expr,
+        pattern: &Expr,
+        escape: Option<&Expr>,
+        case_insensitive: bool,
+        negated: bool,
+    ) -> Result<Ast> {
+        Ok(Ast::Match {
+            expr: Box::new(self.convert(expr)?),
+            pattern: Box::new(self.convert(pattern)?),
+            how: MatchFn::Like {
+                escape: escape.map(|e| self.convert(e).map(Box::new)).transpose()?,
+                case_insensitive,
+            },
+            negated,
+        })
+    }
+
+    /// `starts_with(x, 'a')` and the other string functions that make a condition.
+    fn match_function(&self, name: &str, args: &FunctionArguments) -> Result<Ast> {
+        let FunctionArguments::List(list) = args else {
+            return Err(Error::unsupported(format!(
+                "{name}() takes plain arguments"
+            )));
+        };
+        let args = list
+            .args
+            .iter()
+            .map(|a| match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => self.convert(e),
+                other => Err(Error::unsupported(format!(
+                    "argument {other} of {name}() is not supported"
+                ))),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let arity = if name == "regexp_matches" {
+            2..=3
+        } else {
+            2..=2
+        };
+        if !arity.contains(&args.len()) {
+            return Err(Error::predicate(format!(
+                "{name}() takes {} arguments, got {}",
+                if name == "regexp_matches" {
+                    "2 or 3"
+                } else {
+                    "2"
+                },
+                args.len()
+            )));
+        }
+        let mut args = args.into_iter();
+        let expr = Box::new(args.next().expect("checked arity"));
+        let pattern = Box::new(args.next().expect("checked arity"));
+        let how = match name {
+            "starts_with" | "prefix" => MatchFn::StartsWith,
+            "ends_with" | "suffix" => MatchFn::EndsWith,
+            "contains" => MatchFn::Contains,
+            _ => MatchFn::Regex {
+                options: args.next().map(Box::new),
+            },
+        };
+        Ok(Ast::Match {
+            expr,
+            pattern,
+            how,
+            negated: false,
+        })
+    }
+
     fn special_identifier(&self, name: &str) -> Option<Literal> {
         match name.to_ascii_lowercase().as_str() {
             "current_date" => Some(Literal::Date(
@@ -245,17 +360,6 @@ impl Converter {
             }),
             _ => None,
         }
-    }
-}
-
-fn function_args(args: &FunctionArguments) -> usize {
-    match args {
-        FunctionArguments::List(list) => list
-            .args
-            .iter()
-            .filter(|a| matches!(a, FunctionArg::Unnamed(FunctionArgExpr::Expr(_))))
-            .count(),
-        _ => 0,
     }
 }
 
@@ -426,5 +530,38 @@ mod tests {
             Err(Error::Unsupported(_))
         ));
         assert!(matches!(parse("x = ", 0), Err(Error::Predicate(_))));
+    }
+
+    #[test]
+    fn string_matches() {
+        let m = |s: &str| match p(s) {
+            Ast::Match { how, negated, .. } => (how, negated),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            m("s NOT ILIKE 'a%'"),
+            (
+                MatchFn::Like {
+                    escape: None,
+                    case_insensitive: true
+                },
+                true
+            )
+        );
+        assert_eq!(
+            m("s LIKE 'a!%' ESCAPE '!'").0,
+            MatchFn::Like {
+                escape: Some(Box::new(Ast::Lit(Literal::Str("!".into())))),
+                case_insensitive: false
+            }
+        );
+        assert_eq!(m("prefix(s, 'a')").0, MatchFn::StartsWith);
+        assert_eq!(m("suffix(s, 'a')").0, MatchFn::EndsWith);
+        assert_eq!(m("contains(s, 'a')").0, MatchFn::Contains);
+        assert!(matches!(
+            m("regexp_matches(s, 'a', 'i')").0,
+            MatchFn::Regex { options: Some(_) }
+        ));
+        assert!(matches!(parse("contains(s)", 0), Err(Error::Predicate(_))));
     }
 }

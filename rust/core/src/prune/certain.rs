@@ -18,7 +18,8 @@ pub fn failure(pred: &Predicate) -> Predicate {
         match leaf {
             Predicate::Cmp { col, .. }
             | Predicate::InList { col, .. }
-            | Predicate::NullOr { col, .. } => parts.push(Predicate::IsNull {
+            | Predicate::NullOr { col, .. }
+            | Predicate::Match { col, .. } => parts.push(Predicate::IsNull {
                 col: col.clone(),
                 negated: false,
             }),

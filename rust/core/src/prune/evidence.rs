@@ -55,6 +55,8 @@ pub struct Report {
     pub used: Vec<&'static str>,
     /// Structures read (index blocks, say).
     pub read: u64,
+    /// Bytes of them fetched.
+    pub bytes: u64,
     /// Structures that could not be used, and why: the source skipped them.
     pub warnings: Vec<String>,
 }
@@ -82,6 +84,17 @@ pub trait Evidence {
     /// columns) in `row_groups`, so planning can fetch them with its other reads at once.
     fn planning_ranges(&self, _leaves: &[usize], _row_groups: &[usize]) -> Vec<Range<u64>> {
         Vec::new()
+    }
+
+    /// Whether the source can answer for `leaf` at all (known without reading).
+    fn answers(&self, _leaf: &Predicate) -> bool {
+        false
+    }
+
+    /// Fetch at once what answering for `leaves` will read, once the planning ranges are
+    /// in (a lookup index's buckets, say), so those reads cost one round trip together.
+    fn prepare(&mut self, _leaves: &[&Predicate]) -> Result<()> {
+        Ok(())
     }
 
     /// What the source read and used so far, and what it had to skip.

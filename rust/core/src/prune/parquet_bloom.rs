@@ -29,6 +29,8 @@ pub struct ParquetBlooms<'a> {
     /// Filters read so far, by (row group, leaf column); `None` for a chunk without one.
     filters: HashMap<(usize, usize), Option<Sbbf>>,
     read: &'a Counter,
+    /// Leaf columns whose filters are not read: finer evidence answers for them.
+    skipped: Vec<usize>,
 }
 
 impl<'a> ParquetBlooms<'a> {
@@ -40,7 +42,15 @@ impl<'a> ParquetBlooms<'a> {
             md,
             filters: HashMap::new(),
             read,
+            skipped: Vec::new(),
         }
+    }
+
+    /// The same, without the filters of `leaves` (columns an embedded lookup index answers
+    /// for at row-group level or finer: reading their filters would rule out nothing more).
+    pub fn without(mut self, leaves: Vec<usize>) -> Self {
+        self.skipped = leaves;
+        self
     }
 }
 
@@ -56,6 +66,9 @@ impl Evidence for ParquetBlooms<'_> {
         let Some(leaf_idx) = leaf.column().and_then(|c| c.leaf) else {
             return Ok(None);
         };
+        if self.skipped.contains(&leaf_idx) {
+            return Ok(None);
+        }
         let chunk = self.md.row_group(rg).column(leaf_idx);
         let filter = match self.filters.entry((rg, leaf_idx)) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -75,7 +88,7 @@ impl Evidence for ParquetBlooms<'_> {
     fn planning_ranges(&self, leaves: &[usize], row_groups: &[usize]) -> Vec<Range<u64>> {
         let mut out = Vec::new();
         for &rg in row_groups {
-            for &leaf in leaves {
+            for &leaf in leaves.iter().filter(|l| !self.skipped.contains(l)) {
                 if let Some(chunk) = self
                     .md
                     .row_groups()

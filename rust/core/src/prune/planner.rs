@@ -33,7 +33,7 @@ use crate::prune::evidence::{
     file_may_match, row_group_may_match, rows_may_match, Evidence, Report, Source,
 };
 use crate::prune::page_index::{conjunct_rows, ColumnIndexes};
-use crate::prune::parquet_bloom::ParquetBlooms;
+use crate::prune::parquet_bloom::{is_probe, ParquetBlooms};
 use crate::prune::statistics::FooterStatistics;
 
 /// A file to plan: its path, identity as listed, and partition values.
@@ -309,12 +309,19 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
     }
 
     // 4. Fetch what the finer stages read, then let embedded indexes rule out the file.
-    let mut blooms = ParquetBlooms::new(&file, &md, &m.bloom_filters_read);
+    // Parquet blooms are not read for columns an embedded lookup index answers for; which
+    // ones is known for sure once the indexes are open (a damaged one is skipped).
+    let answered =
+        |ix: Option<&dyn Evidence>| ix.map(|ix| answered_columns(pred, ix)).unwrap_or_default();
     {
         let leaves: Vec<usize> = pred.columns().iter().filter_map(|c| c.leaf).collect();
         let kept = access.kept();
         let mut ranges = ColumnIndexes::new(&md).planning_ranges(&leaves, &kept);
-        ranges.extend(blooms.planning_ranges(&leaves, &kept));
+        ranges.extend(
+            ParquetBlooms::new(&file, &md, &m.bloom_filters_read)
+                .without(answered(indexes.as_deref()))
+                .planning_ranges(&leaves, &kept),
+        );
         if let Some(ix) = &indexes {
             ranges.extend(ix.planning_ranges(&leaves, &kept));
         }
@@ -323,6 +330,7 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
         file.prefetch(ranges)?;
     }
     if let Some(ix) = indexes.as_deref_mut() {
+        ix.prepare(&pred.leaves())?;
         if !file_may_match(pred, &mut [ix])? {
             m.row_groups_pruned_by_index.set(access.kept().len() as u64);
             let report = ix.report();
@@ -335,6 +343,9 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
             return Ok(FilePlan::pruned(m, summary, warnings));
         }
     }
+
+    let mut blooms =
+        ParquetBlooms::new(&file, &md, &m.bloom_filters_read).without(answered(indexes.as_deref()));
 
     // 5. Row groups by Parquet bloom filters, then by embedded indexes.
     for rg in access.kept() {
@@ -395,8 +406,28 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
     )
 }
 
+/// Leaf columns whose every `=`/`IN` leaf an embedded index answers for at row-group level
+/// or finer: their Parquet bloom filters would rule out nothing more.
+fn answered_columns(pred: &Predicate, indexes: &dyn Evidence) -> Vec<usize> {
+    let probes: Vec<&Predicate> = pred.leaves().into_iter().filter(|l| is_probe(l)).collect();
+    let mut out: Vec<usize> = probes
+        .iter()
+        .filter_map(|l| l.column().and_then(|c| c.leaf))
+        .filter(|&leaf| {
+            probes
+                .iter()
+                .filter(|l| l.column().and_then(|c| c.leaf) == Some(leaf))
+                .all(|l| indexes.answers(l))
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 fn record_report(m: &Metrics, report: &Report, warnings: &mut Vec<String>) {
     m.indexes_read.set(report.read);
+    m.index_bytes_read.set(report.bytes);
     m.indexes_skipped.set(report.warnings.len() as u64);
     warnings.splice(0..0, report.warnings.iter().cloned());
 }

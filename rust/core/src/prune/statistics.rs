@@ -60,9 +60,46 @@ pub fn leaf_may_match(leaf: &Predicate, stats: &ChunkStats) -> bool {
             }
             values.iter().all(|v| cmp_may_match(CmpOp::NotEq, v, stats))
         }
+        Predicate::Match {
+            pattern,
+            negated: false,
+            ..
+        } => match pattern.prefix() {
+            Some(p) => prefix_may_match(p.as_bytes(), stats),
+            None => true,
+        },
+        Predicate::Match {
+            pattern,
+            negated: true,
+            ..
+        } => match pattern.prefix_only() {
+            // `NOT LIKE 'p%'` fails on every value when both bounds start with p: the
+            // values starting with p are one interval of the byte order.
+            Some(p) => !matches!(
+                (&stats.min, &stats.max),
+                (Some(Value::Bytes(lo)), Some(Value::Bytes(hi)))
+                    if lo.starts_with(p.as_bytes()) && hi.starts_with(p.as_bytes())
+            ),
+            None => true,
+        },
         Predicate::Const(c) => *c == Some(true),
         Predicate::And(_) | Predicate::Or(_) => true,
     }
+}
+
+/// Whether a value starting with `prefix` may lie within the bounds. Such values form
+/// one interval of the byte order, starting at `prefix`; a value above `prefix` that
+/// does not start with it is above the whole interval.
+fn prefix_may_match(prefix: &[u8], s: &ChunkStats) -> bool {
+    let above_min = match &s.min {
+        Some(Value::Bytes(min)) => min.as_slice() <= prefix || min.starts_with(prefix),
+        _ => true,
+    };
+    let below_max = match &s.max {
+        Some(Value::Bytes(max)) => max.as_slice() >= prefix,
+        _ => true,
+    };
+    above_min && below_max
 }
 
 fn is_float(col: &ColumnRef) -> bool {
@@ -381,6 +418,41 @@ mod tests {
             &cmp(&c, CmpOp::Eq, Value::Float(-0.0)),
             &zero
         ));
+    }
+
+    #[test]
+    fn prefixes_prune_by_the_interval_they_span() {
+        use crate::predicate::pattern::StrPattern;
+        use std::sync::Arc;
+        let s = ColumnRef::for_test("s", DataType::Utf8);
+        let stats = |lo: &str, hi: &str| ChunkStats {
+            min: Some(Value::Bytes(lo.into())),
+            max: Some(Value::Bytes(hi.into())),
+            exact: false,
+            null_count: Some(0),
+            rows: 10,
+            all_null: false,
+        };
+        let like = |p: &str, negated: bool| Predicate::Match {
+            col: s.clone(),
+            pattern: Arc::new(StrPattern::like(p, None, false).unwrap()),
+            negated,
+        };
+        assert!(leaf_may_match(&like("ab%", false), &stats("aa", "ac")));
+        assert!(leaf_may_match(&like("ab%", false), &stats("abz", "b")));
+        assert!(leaf_may_match(&like("ab%", false), &stats("a", "ab")));
+        assert!(!leaf_may_match(&like("ab%", false), &stats("ac", "b")));
+        assert!(!leaf_may_match(&like("ab%", false), &stats("a", "aazzz")));
+        // A truncated min is below the true min: still a bound.
+        assert!(leaf_may_match(&like("abc%x", false), &stats("ab", "b")));
+        assert!(leaf_may_match(&like("%ab", false), &stats("x", "y")));
+        assert!(!leaf_may_match(&like("AB%", false), &stats("ab", "ab")));
+        assert!(!leaf_may_match(&like("ab%", true), &stats("ab", "abzz")));
+        assert!(leaf_may_match(&like("ab%", true), &stats("ab", "ac")));
+        assert!(leaf_may_match(&like("ab%c", true), &stats("ab", "abzz")));
+        // Multi-byte prefixes order by their bytes.
+        assert!(!leaf_may_match(&like("é%", false), &stats("f", "z")));
+        assert!(leaf_may_match(&like("é%", false), &stats("e", "ë")));
     }
 
     #[test]
