@@ -222,6 +222,8 @@ def scan(
     snapshot_id: int | None,
     timestamp_ms: int | None,
     options: Mapping[str, Any] | None = None,
+    keys: Any = None,
+    on: Sequence[str] | None = None,
 ) -> Any:
     """A pqindex scan of an Iceberg table's snapshot (see the module doc). The object
     store is reached with the table's FileIO properties, ``options`` over them."""
@@ -252,6 +254,8 @@ def scan(
         batch_size=batch_size,
         threads=threads,
         storage_options={**storage_options(table), **(options or {})} or None,
+        keys=keys,
+        on=None if on is None else list(on),
     )
 
 

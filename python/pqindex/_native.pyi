@@ -147,6 +147,8 @@ def scan(
     storage_options: StorageOptions | None = None,
     version: int | None = None,
     timestamp_ms: int | None = None,
+    keys: _ArrowStream | _ArrowArray | None = None,
+    on: Sequence[str] | None = None,
 ) -> Scan: ...
 def scan_table(
     files: _ArrowStream | _ArrowArray | None,
@@ -160,6 +162,8 @@ def scan_table(
     batch_size: int = 65536,
     threads: int | None = None,
     storage_options: StorageOptions | None = None,
+    keys: _ArrowStream | _ArrowArray | None = None,
+    on: Sequence[str] | None = None,
 ) -> Scan:
     """Plan a scan of a table snapshot planned elsewhere (an Iceberg table's): ``files`` one
     row per data file (path, size, records, deleted positions, ``min:``/``max:``/``nulls:``

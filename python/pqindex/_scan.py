@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pqindex import _native
 from pqindex._errors import InvalidArgumentError
+from pqindex._keys import key_columns, key_table
 
 if TYPE_CHECKING:
     from pqindex._native import Scan, StorageOptions
@@ -49,8 +50,15 @@ def scan(
     version: int | None = None,
     timestamp: Any = None,
     snapshot_id: int | None = None,
+    keys: Any = None,
+    on: str | Sequence[str] | None = None,
 ) -> Scan:
     """Plan a scan of ``source``, pruning with ``where`` (SQL as DuckDB reads it).
+
+    With ``keys`` and ``on``, only the rows whose ``on`` columns hold one of the keys (a
+    left semi join, SQL NULL semantics: a NULL key matches nothing); files, row groups and
+    pages are pruned with the keys as with an IN list, however many there are (see
+    ``pqindex._keys`` for the forms keys take).
 
     ``source`` is a Parquet file, a directory of them (hive partitions from ``key=value``
     directories), a list of files, the directory of a Delta table (the latest version, or
@@ -61,6 +69,10 @@ def scan(
     """
     from pqindex import _iceberg
 
+    on_columns = key_columns(on)
+    if (keys is None) != (on_columns is None):
+        raise InvalidArgumentError("keys and on go together")
+    key_data = None if keys is None or on_columns is None else key_table(keys, on_columns)
     if _iceberg.is_table(source):
         if version is not None:
             raise InvalidArgumentError("an Iceberg table takes snapshot_id, not version")
@@ -73,6 +85,8 @@ def scan(
             snapshot_id=snapshot_id,
             timestamp_ms=timestamp_ms(timestamp),
             options=storage_options,
+            keys=key_data,
+            on=on_columns,
         )
         return planned
     if snapshot_id is not None:
@@ -87,4 +101,6 @@ def scan(
         storage_options=storage_options,
         version=version,
         timestamp_ms=timestamp_ms(timestamp),
+        keys=key_data,
+        on=on_columns,
     )

@@ -46,6 +46,9 @@ from pqindex.spark._units import balanced_groups, ipc_bytes
 #: read on the driver and handed to Spark with ``createDataFrame``: below it, starting a job
 #: costs more than the read. Measured in benches/spark_threshold.py (see benches/README.md).
 DRIVER_READ_BYTES = 4 * 1024 * 1024
+#: Join keys up to this many distinct ones are collected to the driver and prune exactly
+#: as an IN list; beyond it, only their range (min and max per key column) prunes.
+MAX_KEYS = 1_000_000
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -71,6 +74,9 @@ class SparkScan:
         driver_read_bytes: int = DRIVER_READ_BYTES,
         partitions: int | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        keys: Any = None,
+        on: str | Sequence[str] | None = None,
+        max_keys: int = MAX_KEYS,
     ) -> None:
         self._spark = spark
         self._connect = is_connect(spark)
@@ -78,6 +84,7 @@ class SparkScan:
         self._storage_options = storage_options_for(spark, self._paths, storage_options)
         self._where = where
         self._batch_size = batch_size
+        self._keys = _Keys.of(spark, keys, on, max_keys)
         self.predicate: str | None = None
         probe: pqindex.Scan | None = None
         if is_remote(self._paths):
@@ -86,9 +93,8 @@ class SparkScan:
             base = spark.read.parquet(*self._paths)
             self.predicate = self._pushed(base)
         self._columns = list(columns) if columns is not None else list(base.columns)
-        needed = self._columns + [
-            c for c in self._condition_columns(base) if c not in self._columns
-        ]
+        extra = self._condition_columns(base) + (self._keys.on if self._keys else [])
+        needed = self._columns + [c for c in dict.fromkeys(extra) if c not in self._columns]
         needed = self._check_columns(base, needed)
         self._output = _selected_schema(base, self._columns)
         self._read_schema = (
@@ -109,12 +115,17 @@ class SparkScan:
     # --- planning -------------------------------------------------------------------------
 
     def _scan(self, columns: list[str] | None, where: str | None) -> pqindex.Scan:
+        keys = self._keys
+        if keys is not None and keys.range_sql:
+            where = keys.range_sql if where is None else f"({where}) AND ({keys.range_sql})"
         return pqindex.scan(
             self._paths,
             where=where,
             columns=columns,
             batch_size=self._batch_size,
             storage_options=self._storage_options,
+            keys=None if keys is None else keys.table,
+            on=None if keys is None or keys.table is None else keys.on,
         )
 
     def _object_store_base(self, where: Any) -> tuple[pqindex.Scan | None, Any]:
@@ -204,7 +215,12 @@ class SparkScan:
             df = self._distributed()
         if self._where is not None:
             df = df.where(self._where)
-        if list(self._read_schema.fieldNames()) == list(self._output.fieldNames()):
+        joined = self._keys is not None and not (self.on_driver and self._keys.exact)
+        if self._keys is not None and joined:
+            # Executors filter by the pushed predicate only: the semi join makes it exact
+            # (and puts the key columns first, so the output is selected again below).
+            df = df.join(self._keys.frame(spark), on=self._keys.on, how="left_semi")
+        if not joined and list(self._read_schema.fieldNames()) == list(self._output.fieldNames()):
             return df
         return df.select(*self._output.fieldNames())
 
@@ -348,6 +364,86 @@ class _ReadUnits:
                     self.accumulator.add(counters)
 
 
+@dataclass
+class _Keys:
+    """Join keys for a read: the distinct keys collected to the driver (``table``), or only
+    their range when there are more than ``max_keys`` (``range_sql``), and where they came
+    from, for Spark's semi join."""
+
+    on: list[str]
+    source: Any
+    table: Any = None
+    range_sql: str | None = None
+
+    @property
+    def exact(self) -> bool:
+        """Whether pqindex's own filter is the semi join (every key collected)."""
+        return self.table is not None
+
+    @staticmethod
+    def of(spark: Any, keys: Any, on: Any, max_keys: int) -> _Keys | None:
+        from pqindex._keys import key_columns, key_table
+
+        names = key_columns(on)
+        if (keys is None) != (names is None):
+            raise pqindex.InvalidArgumentError("keys and on go together")
+        if keys is None or names is None:
+            return None
+        if not _is_spark_frame(keys):
+            return _Keys(names, None, key_table(keys, names))
+        chosen = keys.select(*names) if all(n in keys.columns for n in names) else keys
+        if len(chosen.columns) != len(names):
+            raise pqindex.InvalidArgumentError(
+                f"keys have columns {chosen.columns}; on names {len(names)} key columns"
+            )
+        chosen = chosen.toDF(*names).dropna().distinct()
+        collected = chosen.limit(max_keys + 1).toArrow()
+        if collected.num_rows <= max_keys:
+            return _Keys(names, chosen, collected)
+        from pyspark.sql import functions as F
+
+        bounds = chosen.agg(
+            *(F.min(n).alias(f"lo{i}") for i, n in enumerate(names)),
+            *(F.max(n).alias(f"hi{i}") for i, n in enumerate(names)),
+        ).toArrow()
+        parts = []
+        for i, n in enumerate(names):
+            lo, hi = bounds.column(f"lo{i}")[0], bounds.column(f"hi{i}")[0]
+            low, high = _literal(lo), _literal(hi)
+            if low is not None and high is not None:
+                parts.append(f'"{n}" BETWEEN {low} AND {high}')
+        return _Keys(names, chosen, None, " AND ".join(parts) or None)
+
+    def frame(self, spark: Any) -> Any:
+        """The keys as a Spark DataFrame, for the semi join."""
+        if self.source is not None:
+            return self.source
+        return spark.createDataFrame(self.table)
+
+
+def _is_spark_frame(value: Any) -> bool:
+    return type(value).__name__ == "DataFrame" and hasattr(value, "sparkSession")
+
+
+def _literal(scalar: Any) -> str | None:
+    """A key bound as pqindex SQL (numbers, strings and dates; None for other types)."""
+    import datetime as dt
+    from decimal import Decimal
+
+    value = scalar.as_py()
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | Decimal):
+        return str(value)
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    if isinstance(value, dt.datetime):
+        return None
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    return None
+
+
 def _nullable(schema: Any) -> Any:
     """``schema`` with nullable top-level columns, as Spark's Parquet reader reports them."""
     from pyspark.sql import types as T
@@ -371,7 +467,13 @@ def read(
     **options: Any,
 ) -> Any:
     """The rows of ``spark.read.parquet(source).where(where).select(columns)``, reading only
-    the pages that can match. ``where`` is SQL text or a ``pyspark.sql.Column``."""
+    the pages that can match. ``where`` is SQL text or a ``pyspark.sql.Column``.
+
+    With ``keys`` (a Spark DataFrame, an Arrow table or array, or a Python sequence) and
+    ``on`` (the key column or columns), only the rows whose key is among the keys: a left
+    semi join, SQL NULL semantics. Up to ``max_keys`` distinct keys are collected to the
+    driver and prune files, row groups and pages as an IN list would; more keys prune by
+    their range only. Spark's semi join keeps the result exact."""
     return SparkScan(spark, source, where, columns, **options).to_df()
 
 

@@ -32,6 +32,7 @@ pub use error::{Error, Result};
 /// The names of a scan's counters, in the order `Scan::metrics` gives them.
 pub const METRIC_NAMES: &[&str] = plan::Metrics::NAMES;
 
+pub use predicate::keys::KeySpec;
 pub use query::aggregate::{aggregate, AggregateOptions, Aggregation};
 pub use query::parallel::default_threads;
 pub use query::scan::{Scan, ScanOptions};

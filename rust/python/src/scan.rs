@@ -10,7 +10,7 @@ use pyo3::types::{PyCapsule, PyDict};
 use pyo3_arrow::ffi::to_schema_pycapsule;
 use pyo3_arrow::input::AnyRecordBatch;
 
-use pqindex_core::{global_cache, Catalog, Error, Scan, ScanOptions, TableOptions};
+use pqindex_core::{global_cache, Catalog, Error, KeySpec, Scan, ScanOptions, TableOptions};
 
 use crate::arrow_stream::{arrow_to_core, stream_capsule};
 use crate::error::IntoPyResult;
@@ -160,6 +160,7 @@ pub fn read_units(
         now_ns: Some(now_ns),
         ignore_catalog: true,
         table: TableOptions::default(),
+        keys: None,
     };
     let batches = units
         .into_reader()?
@@ -203,7 +204,7 @@ pub fn read_units(
 /// Plan a scan of `source` (loose Parquet files, or a Delta table's directory at
 /// `version` or as of `timestamp_ms`), pruning with `where`.
 #[pyfunction]
-#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None, version=None, timestamp_ms=None))]
+#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None, version=None, timestamp_ms=None, keys=None, on=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan(
     py: Python<'_>,
@@ -216,8 +217,11 @@ pub fn scan(
     storage_options: Option<StorageOptions>,
     version: Option<i64>,
     timestamp_ms: Option<i64>,
+    keys: Option<AnyRecordBatch>,
+    on: Option<Vec<String>>,
 ) -> PyResult<PyScan> {
     configure_storage(&source.0, storage_options.as_ref())?;
+    let keys = key_spec(keys, on)?;
     let opts = ScanOptions {
         predicate: r#where,
         columns,
@@ -230,6 +234,7 @@ pub fn scan(
             timestamp_ms,
             storage_options: storage_options.map(|o| o.0).unwrap_or_default(),
         },
+        keys,
     };
     let paths = source.0;
     let planned = run_blocking(py, move |cancel| {
@@ -244,7 +249,7 @@ pub fn scan(
 /// manifests): `files` one row per data file (see `table::files`), `schema` the table's
 /// columns with their field ids.
 #[pyfunction]
-#[pyo3(signature = (files, schema, *, root, version, index_files=Vec::new(), r#where=None, columns=None, batch_size=65536, threads=None, storage_options=None))]
+#[pyo3(signature = (files, schema, *, root, version, index_files=Vec::new(), r#where=None, columns=None, batch_size=65536, threads=None, storage_options=None, keys=None, on=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan_table(
     py: Python<'_>,
@@ -258,7 +263,10 @@ pub fn scan_table(
     batch_size: usize,
     threads: Option<usize>,
     storage_options: Option<StorageOptions>,
+    keys: Option<AnyRecordBatch>,
+    on: Option<Vec<String>>,
 ) -> PyResult<PyScan> {
+    let keys = key_spec(keys, on)?;
     let batches = match files {
         Some(f) => f
             .into_reader()?
@@ -287,6 +295,7 @@ pub fn scan_table(
         columns,
         batch_size,
         threads: threads.unwrap_or_else(pqindex_core::default_threads),
+        keys,
         ..Default::default()
     };
     let planned = run_blocking(py, move |cancel| {
@@ -295,6 +304,45 @@ pub fn scan_table(
     .py()?;
     warn_skipped_indexes(py, planned.warnings())?;
     Ok(PyScan::new(planned))
+}
+
+/// The keys of a semi join: `keys`' columns, in `on`'s order (one per key column).
+fn key_spec(keys: Option<AnyRecordBatch>, on: Option<Vec<String>>) -> PyResult<Option<KeySpec>> {
+    let (keys, on) = match (keys, on) {
+        (None, None) => return Ok(None),
+        (Some(k), Some(on)) => (k, on),
+        _ => {
+            return Err(Error::InvalidArgument("keys and on go together".into())).py();
+        }
+    };
+    let reader = keys.into_reader()?;
+    let schema = reader.schema();
+    let batches = reader
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(arrow_to_core)
+        .py()?;
+    if schema.fields().len() != on.len() {
+        return Err(Error::InvalidArgument(format!(
+            "keys have {} columns for {} key columns",
+            schema.fields().len(),
+            on.len()
+        )))
+        .py();
+    }
+    let values = (0..on.len())
+        .map(|i| {
+            let parts: Vec<&dyn arrow_array::Array> =
+                batches.iter().map(|b| b.column(i).as_ref()).collect();
+            if parts.is_empty() {
+                Ok(arrow_array::new_empty_array(schema.field(i).data_type()))
+            } else {
+                arrow_select::concat::concat(&parts)
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(arrow_to_core)
+        .py()?;
+    Ok(Some(KeySpec { on, values }))
 }
 
 /// The data files of `source` under Spark's path rules (local paths or object URLs).

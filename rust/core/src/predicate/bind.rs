@@ -83,11 +83,7 @@ impl Binder<'_, '_> {
                     match lit {
                         Literal::Null => has_null = true,
                         lit => match coerce(&lit, col.domain, &col.name)? {
-                            Coerced::Exact(v) => {
-                                if !values.iter().any(|x: &Value| x.sql_cmp(&v).is_eq()) {
-                                    values.push(v)
-                                }
-                            }
+                            Coerced::Exact(v) => values.push(v),
                             Coerced::Span { lo, hi } => spans.push(span(&col, lo, hi)),
                             // A value the column cannot hold never equals it.
                             Coerced::Between { .. } => {}
@@ -95,11 +91,7 @@ impl Binder<'_, '_> {
                     }
                 }
                 if !values.is_empty() {
-                    spans.push(Predicate::InList {
-                        col: col.clone(),
-                        values,
-                        negated: false,
-                    });
+                    spans.push(Predicate::in_list(col.clone(), values, false));
                 }
                 let base = if spans.is_empty() {
                     Predicate::NullOr {

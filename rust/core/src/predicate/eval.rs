@@ -19,6 +19,7 @@ use arrow_string::regexp::regexp_is_match_scalar;
 use crate::predicate::expr::{CmpOp, ColumnRef, Predicate};
 use crate::predicate::pattern::{lower, StrPattern};
 use crate::predicate::value::{to_scalar_array, Value};
+use crate::predicate::value_set::membership;
 
 /// Evaluate `pred` on `batch`: TRUE, FALSE or NULL per row.
 pub fn evaluate(pred: &Predicate, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {
@@ -29,6 +30,19 @@ pub fn evaluate(pred: &Predicate, batch: &RecordBatch) -> Result<BooleanArray, A
         Predicate::Cmp { col, op, value } => {
             let array = column(batch, col)?;
             compare(&array, *op, value)
+        }
+        Predicate::InList {
+            col,
+            values,
+            negated,
+        } if values.len() > 8 => {
+            let array = column(batch, col)?;
+            let hits = membership(&array, values)?;
+            if *negated {
+                not(&hits)
+            } else {
+                Ok(hits)
+            }
         }
         Predicate::InList {
             col,
@@ -75,6 +89,22 @@ pub fn evaluate(pred: &Predicate, batch: &RecordBatch) -> Result<BooleanArray, A
         } => {
             let array = column(batch, col)?;
             string_match(&array, pattern, *negated)
+        }
+        Predicate::InKeys {
+            cols,
+            keys,
+            negated,
+        } => {
+            let arrays = cols
+                .iter()
+                .map(|c| column(batch, c))
+                .collect::<Result<Vec<_>, _>>()?;
+            let hits = keys.contains(&arrays)?;
+            if *negated {
+                not(&hits)
+            } else {
+                Ok(hits)
+            }
         }
         Predicate::And(parts) => fold(parts, batch, and_kleene),
         Predicate::Or(parts) => fold(parts, batch, or_kleene),

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use arrow_schema::DataType;
 
+use crate::predicate::key_tuples::KeyTuples;
 use crate::predicate::pattern::StrPattern;
 use crate::predicate::value::{Domain, Value};
 
@@ -139,11 +140,30 @@ pub enum Predicate {
         pattern: Arc<StrPattern>,
         negated: bool,
     },
+    /// The row's values of `cols` form one of `keys`' tuples (a semi join on several
+    /// columns; a NULL in any of them matches nothing). Evidence sources do not read it:
+    /// each column's IN list beside it is what prunes.
+    InKeys {
+        cols: Vec<Column>,
+        keys: Arc<KeyTuples>,
+        negated: bool,
+    },
     And(Vec<Predicate>),
     Or(Vec<Predicate>),
 }
 
 impl Predicate {
+    /// `col [NOT] IN (values)`, its values sorted and distinct (what evidence sources and
+    /// the evaluator rely on to search long lists).
+    pub fn in_list(col: Column, mut values: Vec<Value>, negated: bool) -> Predicate {
+        crate::predicate::value_set::sort_dedup(&mut values);
+        Predicate::InList {
+            col,
+            values,
+            negated,
+        }
+    }
+
     pub fn and(parts: Vec<Predicate>) -> Predicate {
         let mut out = Vec::new();
         for p in parts {
@@ -215,6 +235,15 @@ impl Predicate {
                 pattern,
                 negated: !negated,
             },
+            Predicate::InKeys {
+                cols,
+                keys,
+                negated,
+            } => Predicate::InKeys {
+                cols,
+                keys,
+                negated: !negated,
+            },
             Predicate::And(parts) => Predicate::or(parts.into_iter().map(Self::negate).collect()),
             Predicate::Or(parts) => Predicate::and(parts.into_iter().map(Self::negate).collect()),
         }
@@ -250,6 +279,7 @@ impl Predicate {
             | Predicate::IsNull { col, .. }
             | Predicate::NullOr { col, .. }
             | Predicate::Match { col, .. } => f(col),
+            Predicate::InKeys { cols, .. } => cols.iter().for_each(f),
             Predicate::And(parts) | Predicate::Or(parts) => {
                 parts.iter().for_each(|p| p.visit_columns(f))
             }
@@ -365,6 +395,7 @@ impl Predicate {
                 .and_then(|s| pattern.matches(s))
                 .map(|m| m != *negated),
             (Predicate::Match { .. }, Some(_)) => None,
+            (Predicate::InKeys { .. }, Some(_)) => None,
             (Predicate::And(_) | Predicate::Or(_), _) => None,
         }
     }
@@ -395,14 +426,33 @@ impl fmt::Display for Predicate {
                 negated,
             } => {
                 write!(f, "{}{} IN (", col.name, if *negated { " NOT" } else { "" })?;
-                for (i, v) in values.iter().enumerate() {
+                // Join keys can be millions of values: show the first ones.
+                const SHOWN: usize = 20;
+                for (i, v) in values.iter().take(SHOWN).enumerate() {
                     if i > 0 {
                         write!(f, ", ")?;
                     }
                     write!(f, "{v}")?;
                 }
+                if values.len() > SHOWN {
+                    write!(f, ", ... {} values in all", values.len())?;
+                }
                 write!(f, ")")
             }
+            Predicate::InKeys {
+                cols,
+                keys,
+                negated,
+            } => write!(
+                f,
+                "({}){} IN <{} keys>",
+                cols.iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if *negated { " NOT" } else { "" },
+                keys.len()
+            ),
             Predicate::IsNull { col, negated } => write!(
                 f,
                 "{} IS {}NULL",

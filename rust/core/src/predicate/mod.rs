@@ -4,11 +4,14 @@ pub mod bind;
 pub mod coerce;
 pub mod eval;
 pub mod expr;
+pub mod key_tuples;
+pub mod keys;
 pub mod literal;
 pub mod pattern;
 pub mod sql;
 pub mod time;
 pub mod value;
+pub mod value_set;
 
 pub use bind::{bind, BindSchema};
 pub use expr::{Column, Predicate};

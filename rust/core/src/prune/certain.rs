@@ -23,6 +23,12 @@ pub fn failure(pred: &Predicate) -> Predicate {
                 col: col.clone(),
                 negated: false,
             }),
+            Predicate::InKeys { cols, .. } => {
+                parts.extend(cols.iter().map(|c| Predicate::IsNull {
+                    col: c.clone(),
+                    negated: false,
+                }))
+            }
             Predicate::Const(None) => parts.push(Predicate::Const(Some(true))),
             _ => {}
         }

@@ -13,6 +13,7 @@ use parquet::file::metadata::ParquetMetaData;
 use crate::error::Result;
 use crate::predicate::expr::{CmpOp, ColumnRef, Predicate};
 use crate::predicate::value::{float_cmp, Domain, Value};
+use crate::predicate::value_set::any_between;
 use crate::prune::evidence::{Evidence, Source};
 
 /// What is known about the values of one column in a chunk or a page.
@@ -47,9 +48,11 @@ pub fn leaf_may_match(leaf: &Predicate, stats: &ChunkStats) -> bool {
             col,
             values,
             negated: false,
-        } => values
-            .iter()
-            .any(|v| (is_float(col) && v.is_nan()) || cmp_may_match(CmpOp::Eq, v, stats)),
+        } => {
+            // Values are sorted (NaN last): one search finds whether any lies in the bounds.
+            (is_float(col) && values.last().is_some_and(Value::is_nan))
+                || any_between(values, stats.min.as_ref(), stats.max.as_ref(), ordered)
+        }
         Predicate::InList {
             col,
             values,
@@ -82,6 +85,7 @@ pub fn leaf_may_match(leaf: &Predicate, stats: &ChunkStats) -> bool {
             ),
             None => true,
         },
+        Predicate::InKeys { .. } => true,
         Predicate::Const(c) => *c == Some(true),
         Predicate::And(_) | Predicate::Or(_) => true,
     }

@@ -12,6 +12,7 @@ use crate::index::evidence::EmbeddedIndexes;
 use crate::io::{IoStats, StorageFile};
 use crate::metadata::MetadataCache;
 use crate::plan::{Metrics, OutputShape, ScanUnit};
+use crate::predicate::keys::{bind_keys, KeySpec};
 use crate::predicate::Predicate;
 use crate::prune::planner::{
     plan_file, FileCatalog, FileIndexEvidence, FileToPlan, HeldFiles, PlanContext, SchemaAdapter,
@@ -37,6 +38,8 @@ pub struct ScanOptions {
     pub ignore_catalog: bool,
     /// Which snapshot of a table to read, and how to reach it.
     pub table: TableOptions,
+    /// Keep only the rows whose key is among these (a semi join), pruning with them.
+    pub keys: Option<KeySpec>,
 }
 
 impl Default for ScanOptions {
@@ -49,6 +52,7 @@ impl Default for ScanOptions {
             now_ns: None,
             ignore_catalog: false,
             table: TableOptions::default(),
+            keys: None,
         }
     }
 }
@@ -276,7 +280,14 @@ impl Scan {
             warmed,
         } = sources;
         let now_ns = opts.now_ns.unwrap_or_else(now_ns);
-        let predicate = binding.bind_where(opts.predicate.as_deref(), now_ns)?;
+        let mut predicate = binding.bind_where(opts.predicate.as_deref(), now_ns)?;
+        if let Some(keys) = &opts.keys {
+            let keyed = bind_keys(keys, &binding.bind_schema())?;
+            predicate = Some(match predicate {
+                Some(p) => Predicate::and(vec![p, keyed]),
+                None => keyed,
+            });
+        }
         let shape = binding.output_shape(opts.columns.as_deref(), opts.batch_size)?;
         let projected_roots = shape.roots();
         let threads = opts.threads.max(1);

@@ -233,27 +233,44 @@ impl SchemaAdapter for TableColumns {
             logical: self.schema.clone(),
             roots,
         });
+        let moved = |col: &Column| -> Option<Column> {
+            let found = self.file_leaf(&col.path, &file, &native, md)?;
+            Some(Arc::new(ColumnRef {
+                name: col.name.clone(),
+                path: found.path,
+                leaf: Some(found.leaf),
+                partition: None,
+                data_type: col.data_type.clone(),
+                domain: col.domain,
+                prunable: col.prunable && same_values(&found.native, col.domain),
+            }))
+        };
         let predicate = predicate.map(|p| {
             p.map_leaves(&mut |leaf| {
+                if let Predicate::InKeys {
+                    cols,
+                    keys,
+                    negated,
+                } = leaf
+                {
+                    // A key column the file lacks is NULL there: no row's key matches.
+                    return match cols.iter().map(&moved).collect::<Option<Vec<_>>>() {
+                        Some(cols) => Predicate::InKeys {
+                            cols,
+                            keys: keys.clone(),
+                            negated: *negated,
+                        },
+                        None => Predicate::Const(None),
+                    };
+                }
                 let Some(col) = leaf.column() else {
                     return leaf.clone();
                 };
                 if col.partition.is_some() {
                     return leaf.clone();
                 }
-                match self.file_leaf(&col.path, &file, &native, md) {
-                    Some(found) => {
-                        let moved: Column = Arc::new(ColumnRef {
-                            name: col.name.clone(),
-                            path: found.path,
-                            leaf: Some(found.leaf),
-                            partition: None,
-                            data_type: col.data_type.clone(),
-                            domain: col.domain,
-                            prunable: col.prunable && same_values(&found.native, col.domain),
-                        });
-                        leaf.with_column(moved)
-                    }
+                match moved(col) {
+                    Some(col) => leaf.with_column(col),
                     None => Predicate::Const(leaf.eval_constant(None)),
                 }
             })

@@ -1,0 +1,211 @@
+//! Sets of values in a column's domain, kept sorted: the values of an IN list (which may
+//! hold millions of join keys), read from Arrow arrays, and tested against a batch by
+//! binary search rather than one comparison per value.
+
+use std::cmp::Ordering;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Date32Type, Date64Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type,
+    Int64Type, Int8Type, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+};
+use arrow_array::{Array, ArrayRef, BooleanArray};
+use arrow_buffer::BooleanBuffer;
+use arrow_schema::{ArrowError, DataType, TimeUnit};
+
+use crate::predicate::value::Value;
+
+/// Sort by SQL order and drop duplicates (NaN equals NaN, -0.0 equals +0.0).
+pub fn sort_dedup(values: &mut Vec<Value>) {
+    values.sort_by(Value::sql_cmp);
+    values.dedup_by(|a, b| a.sql_cmp(b) == Ordering::Equal);
+}
+
+/// Whether `sorted` (see `sort_dedup`) holds a value equal to `v`.
+pub fn contains(sorted: &[Value], v: &Value) -> bool {
+    sorted.binary_search_by(|x| x.sql_cmp(v)).is_ok()
+}
+
+/// Whether `sorted` holds a value `v` with `lo <= v <= hi` (either bound open when
+/// `None`), under `cmp`.
+pub fn any_between(
+    sorted: &[Value],
+    lo: Option<&Value>,
+    hi: Option<&Value>,
+    cmp: impl Fn(&Value, &Value) -> Ordering,
+) -> bool {
+    let start = match lo {
+        Some(lo) => sorted.partition_point(|x| cmp(x, lo) == Ordering::Less),
+        None => 0,
+    };
+    match (sorted.get(start), hi) {
+        (None, _) => false,
+        (Some(_), None) => true,
+        (Some(first), Some(hi)) => cmp(first, hi) != Ordering::Greater,
+    }
+}
+
+/// One value per row (`None` for NULL), as the column's domain holds it.
+fn for_each_value(
+    array: &dyn Array,
+    f: &mut dyn FnMut(usize, Option<Value>),
+) -> Result<(), ArrowError> {
+    macro_rules! ints {
+        ($t:ty) => {{
+            let a = array.as_primitive::<$t>();
+            for (i, v) in a.iter().enumerate() {
+                f(i, v.map(|v| Value::Int(v as i128)));
+            }
+        }};
+    }
+    match array.data_type() {
+        DataType::Boolean => {
+            for (i, v) in array.as_boolean().iter().enumerate() {
+                f(i, v.map(Value::Bool));
+            }
+        }
+        DataType::Int8 => ints!(Int8Type),
+        DataType::Int16 => ints!(Int16Type),
+        DataType::Int32 => ints!(Int32Type),
+        DataType::Int64 => ints!(Int64Type),
+        DataType::UInt8 => ints!(UInt8Type),
+        DataType::UInt16 => ints!(UInt16Type),
+        DataType::UInt32 => ints!(UInt32Type),
+        DataType::UInt64 => ints!(UInt64Type),
+        DataType::Date32 => ints!(Date32Type),
+        DataType::Date64 => ints!(Date64Type),
+        DataType::Decimal128(..) => ints!(Decimal128Type),
+        DataType::Timestamp(TimeUnit::Second, _) => ints!(TimestampSecondType),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => ints!(TimestampMillisecondType),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => ints!(TimestampMicrosecondType),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => ints!(TimestampNanosecondType),
+        DataType::Float32 => {
+            for (i, v) in array.as_primitive::<Float32Type>().iter().enumerate() {
+                f(i, v.map(|v| Value::Float(f64::from(v))));
+            }
+        }
+        DataType::Float64 => {
+            for (i, v) in array.as_primitive::<Float64Type>().iter().enumerate() {
+                f(i, v.map(Value::Float));
+            }
+        }
+        DataType::Utf8 => {
+            for (i, v) in array.as_string::<i32>().iter().enumerate() {
+                f(i, v.map(|s| Value::Bytes(s.as_bytes().to_vec())));
+            }
+        }
+        DataType::LargeUtf8 => {
+            for (i, v) in array.as_string::<i64>().iter().enumerate() {
+                f(i, v.map(|s| Value::Bytes(s.as_bytes().to_vec())));
+            }
+        }
+        DataType::Utf8View => {
+            for (i, v) in array.as_string_view().iter().enumerate() {
+                f(i, v.map(|s| Value::Bytes(s.as_bytes().to_vec())));
+            }
+        }
+        DataType::Binary => {
+            for (i, v) in array.as_binary::<i32>().iter().enumerate() {
+                f(i, v.map(<[u8]>::to_vec).map(Value::Bytes));
+            }
+        }
+        DataType::LargeBinary => {
+            for (i, v) in array.as_binary::<i64>().iter().enumerate() {
+                f(i, v.map(<[u8]>::to_vec).map(Value::Bytes));
+            }
+        }
+        DataType::BinaryView => {
+            for (i, v) in array.as_binary_view().iter().enumerate() {
+                f(i, v.map(<[u8]>::to_vec).map(Value::Bytes));
+            }
+        }
+        DataType::FixedSizeBinary(_) => {
+            for (i, v) in array.as_fixed_size_binary().iter().enumerate() {
+                f(i, v.map(<[u8]>::to_vec).map(Value::Bytes));
+            }
+        }
+        other => {
+            return Err(ArrowError::NotYetImplemented(format!(
+                "values of a {other} column"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// The distinct non-NULL values of `array`, sorted.
+pub fn distinct_values(array: &dyn Array) -> Result<Vec<Value>, ArrowError> {
+    let mut out = Vec::with_capacity(array.len() - array.null_count());
+    for_each_value(array, &mut |_, v| out.extend(v))?;
+    sort_dedup(&mut out);
+    Ok(out)
+}
+
+/// For each row of `array`: whether its value is in `sorted`, NULL where it is NULL.
+pub fn membership(array: &ArrayRef, sorted: &[Value]) -> Result<BooleanArray, ArrowError> {
+    let mut hits = vec![false; array.len()];
+    for_each_value(array.as_ref(), &mut |i, v| {
+        if let Some(v) = v {
+            hits[i] = contains(sorted, &v);
+        }
+    })?;
+    Ok(BooleanArray::new(
+        BooleanBuffer::from(hits),
+        array.logical_nulls(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Float64Array, Int32Array, StringArray};
+    use std::sync::Arc;
+
+    #[test]
+    fn sets_are_sorted_and_searched_in_sql_order() {
+        let mut v = vec![
+            Value::Float(f64::NAN),
+            Value::Float(1.0),
+            Value::Float(-0.0),
+            Value::Float(0.0),
+            Value::Float(-f64::NAN),
+        ];
+        sort_dedup(&mut v);
+        assert_eq!(v.len(), 3);
+        assert!(contains(&v, &Value::Float(0.0)));
+        assert!(contains(&v, &Value::Float(f64::NAN)));
+        let ints: Vec<Value> = [1, 5, 9].into_iter().map(Value::Int).collect();
+        let cmp = |a: &Value, b: &Value| a.sql_cmp(b);
+        assert!(any_between(
+            &ints,
+            Some(&Value::Int(2)),
+            Some(&Value::Int(5)),
+            cmp
+        ));
+        assert!(!any_between(
+            &ints,
+            Some(&Value::Int(6)),
+            Some(&Value::Int(8)),
+            cmp
+        ));
+        assert!(!any_between(&ints, Some(&Value::Int(10)), None, cmp));
+        assert!(any_between(&ints, None, Some(&Value::Int(1)), cmp));
+    }
+
+    #[test]
+    fn membership_keeps_nulls() {
+        let a: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None, Some(7)]));
+        let set =
+            distinct_values(&Int32Array::from(vec![Some(7), None, Some(3), Some(7)])).unwrap();
+        assert_eq!(set, vec![Value::Int(3), Value::Int(7)]);
+        let m = membership(&a, &set).unwrap();
+        assert!(!m.value(0) && m.is_null(1) && m.value(2));
+        let s: ArrayRef = Arc::new(StringArray::from(vec!["a", "b"]));
+        let m = membership(&s, &[Value::Bytes(b"b".to_vec())]).unwrap();
+        assert!(!m.value(0) && m.value(1));
+        let f: ArrayRef = Arc::new(Float64Array::from(vec![-0.0, f64::NAN]));
+        let m = membership(&f, &[Value::Float(0.0), Value::Float(f64::NAN)]).unwrap();
+        assert!(m.value(0) && m.value(1));
+    }
+}
