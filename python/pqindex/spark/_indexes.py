@@ -1,5 +1,9 @@
 """``pqindex.spark.build_indexes``: add embedded indexes to every file of a dataset, one
-Spark task per group of files, each file rewritten crash-safely by ``pqindex.add_indexes``."""
+Spark task per group of files, each file rewritten crash-safely by ``pqindex.add_indexes``.
+
+A Delta or Iceberg table's files are never rewritten: their indexes go to one Puffin file
+beside the table (``docs/tables.md``), built by ``pqindex.add_indexes`` on the driver, which
+must reach the table's files."""
 
 from __future__ import annotations
 
@@ -19,6 +23,23 @@ from pqindex.spark._storage import is_remote, storage_options_for
 _REPORT_SCHEMA = (
     "file string, kinds string, skipped boolean, bytes_added long, seconds double, error string"
 )
+
+
+def _table_report(spark: Any, table: Any, definitions: list[IndexDefinition]) -> Any:
+    """Index a table's files into its Puffin file, as one report row (``file`` the Puffin
+    file written, ``bytes_added`` its size)."""
+    start = time.perf_counter()
+    report = pqindex.add_indexes(table, definitions)
+    kinds = ",".join(sorted({d.kind for d in definitions}))
+    row = (
+        str(report.get("index_file", "")),
+        kinds,
+        False,
+        int(report.get("bytes", 0)),
+        time.perf_counter() - start,
+        None,
+    )
+    return spark.createDataFrame([row], _REPORT_SCHEMA)
 
 
 def dataset_files(
@@ -98,7 +119,7 @@ class _IndexTask:
 
 def build_indexes(
     spark: Any,
-    source: str | os.PathLike[str],
+    source: Any,
     indexes: Sequence[IndexDefinition],
     *,
     parallelism: int | None = None,
@@ -117,6 +138,10 @@ def build_indexes(
     if not definitions:
         raise pqindex.InvalidArgumentError("build_indexes needs at least one index definition")
     check_definitions(definitions)
+    from pqindex.spark._read import _table_format
+
+    if _table_format(source) is not None:
+        return _table_report(spark, source, definitions)
     options = storage_options_for(spark, [os.fspath(source)], storage_options)
     files = dataset_files(source, options)
     slices = max(1, min(len(files), parallelism or default_parallelism(spark)))

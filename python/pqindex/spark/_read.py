@@ -15,6 +15,12 @@ translation could express. Plans that select little are read on the driver inste
 Object-store sources (``s3a://``, ``s3://``, ``gs://``, ...) are read by pqindex alone, on
 the driver and in executors, so Spark needs no s3a connector: the schema comes from pqindex,
 and credentials from ``storage_options`` or the session's ``fs.s3a.*`` settings.
+
+Delta and Iceberg tables (a Delta table's directory, a pyiceberg ``Table``) are planned by
+pqindex from the table's own metadata, as ``pqindex.scan`` plans them (deletes applied,
+columns under the table's names); their schema too comes from pqindex, since Spark here has
+no Delta or Iceberg reader. Executors read a table's units in the table's terms: the units
+carry the table's columns.
 """
 
 from __future__ import annotations
@@ -77,18 +83,29 @@ class SparkScan:
         keys: Any = None,
         on: str | Sequence[str] | None = None,
         max_keys: int = MAX_KEYS,
+        version: int | None = None,
+        timestamp: Any = None,
+        snapshot_id: int | None = None,
     ) -> None:
         self._spark = spark
         self._connect = is_connect(spark)
-        self._paths = _paths(source)
+        self._source = source
+        self._table = _table_format(source)
+        self._time_travel = {"version": version, "timestamp": timestamp, "snapshot_id": snapshot_id}
+        self._paths = [source.location()] if self._table == "iceberg" else _paths(source)
         self._storage_options = storage_options_for(spark, self._paths, storage_options)
+        if self._table == "iceberg":
+            from pqindex import _iceberg
+
+            table_options = _iceberg.storage_options(source)
+            self._storage_options = {**table_options, **(self._storage_options or {})} or None
         self._where = where
         self._batch_size = batch_size
         self._keys = _Keys.of(spark, keys, on, max_keys)
         self.predicate: str | None = None
         probe: pqindex.Scan | None = None
-        if is_remote(self._paths):
-            probe, base = self._object_store_base(where)
+        if self._table is not None or is_remote(self._paths):
+            probe, base = self._pqindex_base(where)
         else:
             base = spark.read.parquet(*self._paths)
             self.predicate = self._pushed(base)
@@ -119,20 +136,22 @@ class SparkScan:
         if keys is not None and keys.range_sql:
             where = keys.range_sql if where is None else f"({where}) AND ({keys.range_sql})"
         return pqindex.scan(
-            self._paths,
+            self._paths if self._table is None else self._source,
             where=where,
             columns=columns,
             batch_size=self._batch_size,
             storage_options=self._storage_options,
+            **{k: v for k, v in self._time_travel.items() if v is not None},
             keys=None if keys is None else keys.table,
             on=None if keys is None or keys.table is None else keys.on,
         )
 
-    def _object_store_base(self, where: Any) -> tuple[pqindex.Scan | None, Any]:
-        """Spark may have no s3a connector, so the schema comes from a pqindex plan of every
-        column. SQL text is tried as written first, so that planning prunes (and lists and
-        opens files) once; that plan is kept only if pqindex reads the text exactly as Spark
-        does, else planning starts again from what Spark confirms."""
+    def _pqindex_base(self, where: Any) -> tuple[pqindex.Scan | None, Any]:
+        """Spark may have no s3a connector (and has no Delta or Iceberg reader here), so the
+        schema comes from a pqindex plan of every column. SQL text is tried as written
+        first, so that planning prunes (and lists and opens files) once; that plan is kept
+        only if pqindex reads the text exactly as Spark does, else planning starts again
+        from what Spark confirms."""
         import pyarrow as pa
         from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -419,6 +438,20 @@ class _Keys:
         if self.source is not None:
             return self.source
         return spark.createDataFrame(self.table)
+
+
+def _table_format(source: Any) -> str | None:
+    """``"iceberg"`` for a pyiceberg Table, ``"delta"`` for a Delta table's directory."""
+    import os
+
+    from pqindex import _iceberg, _native
+
+    if _iceberg.is_table(source):
+        return "iceberg"
+    if isinstance(source, str | os.PathLike):
+        found = _native.table_format(os.fspath(source))
+        return None if found is None else str(found)
+    return None
 
 
 def _is_spark_frame(value: Any) -> bool:

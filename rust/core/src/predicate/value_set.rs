@@ -134,6 +134,14 @@ fn for_each_value(
     Ok(())
 }
 
+/// The value at `row` of `array` (`None` for NULL).
+pub fn value_at(array: &dyn Array, row: usize) -> Result<Option<Value>, ArrowError> {
+    let one = array.slice(row, 1);
+    let mut out = None;
+    for_each_value(one.as_ref(), &mut |_, v| out = v)?;
+    Ok(out)
+}
+
 /// The distinct non-NULL values of `array`, sorted.
 pub fn distinct_values(array: &dyn Array) -> Result<Vec<Value>, ArrowError> {
     let mut out = Vec::with_capacity(array.len() - array.null_count());

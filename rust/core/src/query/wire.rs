@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use arrow_array::builder::{ListBuilder, UInt64Builder};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Date32Type, Int64Type, UInt32Type, UInt64Type};
+use arrow_array::types::{Int64Type, UInt32Type, UInt64Type};
 use arrow_array::{
     Array, ArrayRef, Int64Array, RecordBatch, StringArray, StructArray, UInt32Array, UInt64Array,
 };
@@ -28,15 +28,21 @@ use crate::predicate::value::{to_scalar_array, Value};
 use crate::predicate::Predicate;
 use crate::prune::page_index::conjunct_rows;
 use crate::prune::planner::HeldFiles;
+use crate::prune::planner::SchemaAdapter;
 use crate::query::binding::Binding;
 use crate::query::scan::{Scan, ScanOptions};
 use crate::read::byte_ranges;
+use crate::table::columns::TableColumns;
 
 const VERSION_KEY: &str = "pqindex.units.version";
 const VERSION: &str = "1";
+/// For a table's units: the table's columns (an Arrow IPC stream of its schema, base64),
+/// with the physical names and field ids each file's columns are found by.
+const TABLE_SCHEMA_KEY: &str = "pqindex.units.table_schema";
 
-/// The schema of a units table; `partitions` adds a struct of the partition values.
-fn units_schema(partitions: &[Field]) -> SchemaRef {
+/// The schema of a units table; `partitions` adds a struct of the partition values, and
+/// `table` the columns of the table the units are of.
+fn units_schema(partitions: &[Field], table: Option<&Schema>) -> Result<SchemaRef> {
     let list = |name: &str| {
         Field::new(
             name,
@@ -60,10 +66,29 @@ fn units_schema(partitions: &[Field]) -> SchemaRef {
             false,
         ));
     }
-    Arc::new(Schema::new(fields).with_metadata(HashMap::from([(
-        VERSION_KEY.to_string(),
-        VERSION.to_string(),
-    )])))
+    let mut metadata = HashMap::from([(VERSION_KEY.to_string(), VERSION.to_string())]);
+    if let Some(t) = table {
+        metadata.insert(TABLE_SCHEMA_KEY.to_string(), encode_schema(t)?);
+    }
+    Ok(Arc::new(Schema::new(fields).with_metadata(metadata)))
+}
+
+fn encode_schema(schema: &Schema) -> Result<String> {
+    use base64::Engine;
+    let mut bytes = Vec::new();
+    let mut w = arrow_ipc::writer::StreamWriter::try_new(&mut bytes, schema)?;
+    w.finish()?;
+    drop(w);
+    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+fn decode_schema(text: &str) -> Result<Schema> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| bad(format!("the table schema does not decode: {e}")))?;
+    let reader = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None)?;
+    Ok(reader.schema().as_ref().clone())
 }
 
 impl Scan {
@@ -77,7 +102,8 @@ impl Scan {
 /// The units of `scan`, one row each, in plan order. `selected_bytes` estimates what reading
 /// the unit fetches (its selected pages of the needed columns), to balance work by it.
 fn units_table(scan: &Scan) -> Result<RecordBatch> {
-    let schema = units_schema(&scan.binding.partitions);
+    let table = scan.table.as_ref().map(|_| &scan.binding.schema);
+    let schema = units_schema(&scan.binding.partitions, table)?;
     let n = scan.units.len();
     let mut starts = ListBuilder::new(UInt64Builder::new()).with_field(Arc::new(Field::new(
         "item",
@@ -281,22 +307,15 @@ fn rows_of(batch: &RecordBatch, partitions: &[Field]) -> Result<Vec<UnitRow>> {
     Ok(out)
 }
 
-/// A partition value back from its column (partitions are Int64, Date32 or Utf8).
+/// A partition value back from its column.
 fn value_at(array: &ArrayRef, row: usize, field: &Field) -> Result<Option<Value>> {
-    if array.is_null(row) {
-        return Ok(None);
-    }
-    Ok(Some(match array.data_type() {
-        DataType::Int64 => Value::Int(i128::from(array.as_primitive::<Int64Type>().value(row))),
-        DataType::Date32 => Value::Int(i128::from(array.as_primitive::<Date32Type>().value(row))),
-        DataType::Utf8 => Value::Bytes(array.as_string::<i32>().value(row).as_bytes().to_vec()),
-        other => {
-            return Err(bad(format!(
-                "partition column {} has type {other}",
-                field.name()
-            )))
-        }
-    }))
+    crate::predicate::value_set::value_at(array.as_ref(), row).map_err(|e| {
+        bad(format!(
+            "partition column {} ({}): {e}",
+            field.name(),
+            array.data_type()
+        ))
+    })
 }
 
 impl Scan {
@@ -326,6 +345,10 @@ impl Scan {
                 _ => return Err(bad("partitions is not a struct")),
             },
             None => Vec::new(),
+        };
+        let table = match first.schema().metadata().get(TABLE_SCHEMA_KEY) {
+            Some(text) => Some(Arc::new(decode_schema(text)?)),
+            None => None,
         };
         let mut rows = Vec::new();
         for b in batches {
@@ -366,24 +389,43 @@ impl Scan {
                         metrics.footers_read.incr();
                     }
                     if bound.is_none() {
-                        let binding = Binding::of(&md, &path, partition_fields.clone())?;
+                        let binding = match &table {
+                            Some(t) => Binding::of_table(t, partition_fields.clone())?,
+                            None => Binding::of(&md, &path, partition_fields.clone())?,
+                        };
                         let predicate = binding.bind_where(opts.predicate.as_deref(), now_ns)?;
                         let shape =
                             binding.output_shape(opts.columns.as_deref(), opts.batch_size)?;
                         bound = Some((binding, predicate, shape));
                     }
                     let (binding, predicate, _) = bound.as_ref().expect("bound above");
-                    check_schema(&path, &md, &binding.schema)?;
                     let predicate = predicate
                         .as_ref()
-                        .map(|p| p.bind_partitions(&row.partitions))
-                        .filter(|p| *p != Predicate::Const(Some(true)));
+                        .map(|p| p.bind_partitions(&row.partitions));
+                    // A table's file is read in the table's terms (its columns by field id
+                    // or physical name, widened to the table's types).
+                    let (predicate, columns) = match &table {
+                        Some(t) => {
+                            let adapter = TableColumns {
+                                root: String::new(),
+                                schema: t.clone(),
+                            };
+                            let (p, map) = adapter.adapt(&path, predicate.as_ref(), &md)?;
+                            (p, Some(map))
+                        }
+                        None => {
+                            check_schema(&path, &md, &binding.schema)?;
+                            (predicate, None)
+                        }
+                    };
+                    let predicate = predicate.filter(|p| *p != Predicate::Const(Some(true)));
                     let mut planned = PlannedFile::new(
                         file.identity().as_ref().clone(),
                         md,
                         predicate,
                         row.partitions.clone(),
                     )?;
+                    planned.columns = columns;
                     if held.take() {
                         planned.handle = Some(file.handle());
                     }
