@@ -80,3 +80,52 @@ def test_killed_rewrites_leave_the_old_file_or_the_new_one(tmp_path: Path) -> No
         assert pqindex.scan(target.parent, where="u = 5").to_arrow().num_rows == 1
     # The kills landed on both sides of the rename at least once.
     assert outcomes["old"] > 0 and outcomes["new"] > 0, outcomes
+
+
+_ADD_IN_PLACE = """
+import sys, pqindex
+indexes = [pqindex.DistinctIndex("u"), pqindex.BloomIndex("s", granularity="page")]
+pqindex.add_indexes(sys.argv[1], indexes, in_place=True)
+print("done", flush=True)
+"""
+
+
+def test_killed_in_place_changes_recover_to_the_old_file_or_the_new_one(tmp_path: Path) -> None:
+    """``in_place=True`` rewrites only the tail under a journal: killed anywhere, the file
+    is the old one, or ``pqindex.recover`` makes it the new one; pyarrow reads either."""
+    n = 300_000
+    rng = np.random.default_rng(5)
+    table = pa.table({"u": rng.permutation(n), "s": [f"v{i % 40_000}" for i in range(n)]})
+    original = tmp_path / "original.parquet"
+    pq.write_table(table, original, row_group_size=100_000, data_page_size=64 * 1024)
+    finished = tmp_path / "finished.parquet"
+    shutil.copyfile(original, finished)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", _ADD_IN_PLACE, str(finished)], check=True)
+    full = time.perf_counter() - start
+    old, new = _digest(original), _digest(finished)
+    outcomes = {"old": 0, "new": 0, "recovered": 0}
+    rng = np.random.default_rng(13)
+    reach = 1.5
+    for trial in range(40):
+        if trial >= 16 and outcomes["old"] and outcomes["new"]:
+            break
+        if trial and trial % 8 == 0 and not outcomes["new"]:
+            reach *= 2
+        target = tmp_path / f"p{trial}" / "data.parquet"
+        target.parent.mkdir()
+        shutil.copyfile(original, target)
+        proc = subprocess.Popen([sys.executable, "-c", _ADD_IN_PLACE, str(target)])
+        time.sleep(float(rng.uniform(0.0, full * reach)))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if pqindex.recover(target) == "completed":
+            outcomes["recovered"] += 1
+        digest = _digest(target)
+        assert digest in (old, new), f"trial {trial}: the path holds a third file"
+        outcomes["old" if digest == old else "new"] += 1
+        assert pq.read_table(target).equals(table)
+        assert [p.name for p in target.parent.iterdir()] == ["data.parquet"]
+        assert pqindex.scan(target, where="u = 5").to_arrow().num_rows == 1
+        assert pqindex.recover(target) == "nothing"
+    assert outcomes["old"] > 0 and outcomes["new"] > 0, outcomes

@@ -17,7 +17,7 @@ from pqindex._errors import (
     UnsupportedError,
 )
 from pqindex._indexes import INDEX_CLASSES as _INDEX_CLASSES
-from pqindex._indexes import IndexDefinition, add_indexes, drop_indexes, list_indexes
+from pqindex._indexes import IndexDefinition, add_indexes, drop_indexes, list_indexes, recover
 from pqindex._native import (
     Aggregation,
     Catalog,
@@ -71,6 +71,7 @@ __all__ = [
     "list_indexes",
     "metadata_cache_info",
     "read_metadata",
+    "recover",
     "scan",
     "set_metadata_cache_capacity",
     "verify",

@@ -153,6 +153,7 @@ def add_indexes(
     indexes: Sequence[IndexDefinition],
     *,
     storage_options: StorageOptions | None = None,
+    in_place: bool = False,
 ) -> dict[str, Any]:
     """Build ``indexes`` over the Parquet file at ``path`` and embed them.
 
@@ -160,6 +161,12 @@ def add_indexes(
     new index area and footer, then renamed over it, so ``path`` always holds either the old
     file or the new one. Returns the indexes now in the file, the sizes before and after,
     and the seconds taken.
+
+    ``in_place=True`` (local files too large to copy) rewrites only the file's tail (index
+    blocks and footer) under a journal beside it: a crash at any point leaves a file that
+    ``pqindex.recover(path)`` completes to the new one (a journal not yet complete is
+    discarded, the file being untouched). Readers other than pqindex that open the file
+    while its tail is rewritten may find it broken; ``docs/reliability.md`` says more.
 
     An object (``s3://...``) cannot be changed in place: it is copied to a local working
     file, indexed there and uploaded as a new object that replaces it in one put. If the
@@ -177,7 +184,9 @@ def add_indexes(
         report = _native.change_table_indexes(os.fspath(path), definitions)
         report.pop("blobs_json", None)
     else:
-        report = _native.add_indexes(path, definitions, storage_options=storage_options)
+        report = _native.add_indexes(
+            path, definitions, storage_options=storage_options, in_place=in_place
+        )
     report["seconds"] = time.perf_counter() - start
     return report
 
@@ -223,8 +232,10 @@ def drop_indexes(
     granularity: str | None = None,
     stale: bool = False,
     storage_options: StorageOptions | None = None,
+    in_place: bool = False,
 ) -> dict[str, Any]:
-    """Remove the indexes matching every given filter (all when none is given).
+    """Remove the indexes matching every given filter (all when none is given);
+    ``in_place`` as for ``add_indexes``.
 
     For a table (a Delta table's directory or a pyiceberg Table) the indexes of its live
     files are rewritten into a new index file without the selected ones, and the entries
@@ -257,6 +268,15 @@ def drop_indexes(
         columns=None if columns is None else list(columns),
         granularity=granularity,
         storage_options=storage_options,
+        in_place=in_place,
     )
     report["seconds"] = time.perf_counter() - start
     return report
+
+
+def recover(path: str | os.PathLike[str]) -> str:
+    """Finish or discard an interrupted in-place index change of the local file ``path``
+    (``add_indexes(..., in_place=True)`` killed midway): ``"completed"`` when the change had
+    started (the file now holds the new indexes), ``"discarded"`` when it had not (the file
+    was never touched), ``"nothing"`` when none was pending."""
+    return _native.recover(os.fspath(path))

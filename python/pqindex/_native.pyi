@@ -206,9 +206,13 @@ def add_indexes(
     definitions: Sequence[Any],
     *,
     storage_options: StorageOptions | None = None,
+    in_place: bool = False,
 ) -> dict[str, Any]:
     """Build and embed the indexes ``definitions`` (``pqindex.IndexDefinition`` objects)
     define."""
+
+def recover(path: str) -> str:
+    """Finish or discard an interrupted in-place index change."""
 
 def index_kinds() -> list[dict[str, Any]]:
     """Every kind of embedded index as the registry describes it: name, class_name,
@@ -263,6 +267,7 @@ def drop_indexes(
     columns: Sequence[str] | None = None,
     granularity: str | None = None,
     storage_options: StorageOptions | None = None,
+    in_place: bool = False,
 ) -> dict[str, Any]: ...
 def list_indexes(
     path: StrPath, *, storage_options: StorageOptions | None = None

@@ -40,11 +40,12 @@ pub use query::stream::ScanStream;
 
 pub use catalog::{Catalog, CatalogColumn, CatalogReport};
 pub use index::approx_distinct::{approx_distinct, DistinctEstimate};
-pub use index::build::{add_indexes, drop_indexes};
+pub use index::build::{add_indexes, add_indexes_with, drop_indexes, drop_indexes_with};
+pub use index::journal::{recover, Recovery};
 pub use index::kind::{IndexKind, KindInfo, Param, ParamType, ParamValue};
 pub use index::locator::{locators as index_locators, Granularity, Locator};
 pub use index::registry::kinds as index_kinds;
-pub use index::rewrite::{list_indexes, AppendReport};
+pub use index::rewrite::{list_indexes, AppendReport, RewriteMode};
 pub use index::spec::IndexSpec;
 pub use index::verify::{verify, Checked};
 pub use metadata::{global_cache, read_metadata, CacheInfo, FileFooter, MetadataCache};

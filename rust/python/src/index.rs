@@ -5,9 +5,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use pqindex_core::{
-    add_indexes as core_add, approx_distinct as core_approx_distinct, drop_indexes as core_drop,
-    global_cache, list_indexes as core_list, verify as core_verify, AppendReport, Error,
-    Granularity, IndexSpec, Locator, ParamType, ParamValue,
+    add_indexes_with as core_add, approx_distinct as core_approx_distinct,
+    drop_indexes_with as core_drop, global_cache, list_indexes as core_list, verify as core_verify,
+    AppendReport, Error, Granularity, IndexSpec, Locator, ParamType, ParamValue, Recovery,
+    RewriteMode,
 };
 
 use crate::error::IntoPyResult;
@@ -176,24 +177,26 @@ fn report<'py>(py: Python<'py>, path: &str, r: &AppendReport) -> PyResult<Bound<
 
 /// Build and embed the indexes `definitions` define.
 #[pyfunction]
-#[pyo3(signature = (path, definitions, *, storage_options=None))]
+#[pyo3(signature = (path, definitions, *, storage_options=None, in_place=false))]
 pub fn add_indexes<'py>(
     py: Python<'py>,
     path: Source,
     definitions: Definitions,
     storage_options: Option<StorageOptions>,
+    in_place: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     configure_storage(&path.0, storage_options.as_ref())?;
     let path = one_path(path, "add_indexes")?;
     let specs = definitions.0;
     let p = path.clone();
-    let r = run_blocking(py, move |_| core_add(&p, &specs))?.py()?;
+    let r = run_blocking(py, move |_| core_add(&p, &specs, mode(in_place)))?.py()?;
     report(py, &path, &r)
 }
 
 /// Remove the indexes matching every given filter (all of them when none is given).
 #[pyfunction]
-#[pyo3(signature = (path, *, kind=None, columns=None, granularity=None, storage_options=None))]
+#[pyo3(signature = (path, *, kind=None, columns=None, granularity=None, storage_options=None, in_place=false))]
+#[allow(clippy::too_many_arguments)]
 pub fn drop_indexes<'py>(
     py: Python<'py>,
     path: Source,
@@ -201,6 +204,7 @@ pub fn drop_indexes<'py>(
     columns: Option<Vec<String>>,
     granularity: Option<String>,
     storage_options: Option<StorageOptions>,
+    in_place: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     configure_storage(&path.0, storage_options.as_ref())?;
     let path = one_path(path, "drop_indexes")?;
@@ -211,14 +215,38 @@ pub fn drop_indexes<'py>(
         .py()?;
     let p = path.clone();
     let r = run_blocking(py, move |_| {
-        core_drop(&p, &|l: &Locator| {
-            kind.as_ref().is_none_or(|k| *k == l.kind)
-                && columns.as_ref().is_none_or(|c| *c == l.columns)
-                && g.is_none_or(|g| g == l.granularity)
-        })
+        core_drop(
+            &p,
+            &|l: &Locator| {
+                kind.as_ref().is_none_or(|k| *k == l.kind)
+                    && columns.as_ref().is_none_or(|c| *c == l.columns)
+                    && g.is_none_or(|g| g == l.granularity)
+            },
+            mode(in_place),
+        )
     })?
     .py()?;
     report(py, &path, &r)
+}
+
+fn mode(in_place: bool) -> RewriteMode {
+    if in_place {
+        RewriteMode::InPlace
+    } else {
+        RewriteMode::Copy
+    }
+}
+
+/// Finish or discard an interrupted in-place index change of the local file `path`:
+/// `"nothing"` (none was pending), `"discarded"` (it had not started) or `"completed"`.
+#[pyfunction]
+pub fn recover(py: Python<'_>, path: std::path::PathBuf) -> PyResult<&'static str> {
+    let done = run_blocking(py, move |_| pqindex_core::recover(&path))?.py()?;
+    Ok(match done {
+        Recovery::Nothing => "nothing",
+        Recovery::Discarded => "discarded",
+        Recovery::Completed => "completed",
+    })
 }
 
 /// The indexes a file's footer declares.

@@ -1,11 +1,11 @@
 //! Building embedded indexes over an existing file and adding them to it: each indexed
 //! column is read once, page by page, feeding every index defined on it.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::index::column_values::for_each_page;
 use crate::index::kind::IndexBuilder;
 use crate::index::locator::Locator;
-use crate::index::rewrite::{rewrite_indexes, AppendReport, NewIndex};
+use crate::index::rewrite::{rewrite_indexes_with, AppendReport, NewIndex, RewriteMode};
 use crate::index::spec::IndexSpec;
 use crate::io::FileIdentity;
 
@@ -57,21 +57,51 @@ pub fn build_indexes(path: &str, specs: &[IndexSpec]) -> Result<(FileIdentity, V
 /// Build `specs` over `path` and embed them, replacing indexes of the same identity. The
 /// file must not change between the build and the rewrite.
 pub fn add_indexes(path: &str, specs: &[IndexSpec]) -> Result<AppendReport> {
+    add_indexes_with(path, specs, RewriteMode::Copy)
+}
+
+/// `add_indexes`, by copy or in place (local files only).
+pub fn add_indexes_with(
+    path: &str,
+    specs: &[IndexSpec],
+    mode: RewriteMode,
+) -> Result<AppendReport> {
     if crate::io::object::is_remote(path) {
+        in_place_is_local(path, mode)?;
         let obj = crate::io::object::locate(path)?;
         return obj.rewrite(|local| add_indexes(local, specs).map(|r| r.named(local, path)));
     }
     let (identity, new) = build_indexes(path, specs)?;
-    rewrite_indexes(path, new, &|_| false, Some(&identity))
+    rewrite_indexes_with(path, new, &|_| false, Some(&identity), mode)
 }
 
 /// Remove the indexes for which `drop` is true.
 pub fn drop_indexes(path: &str, drop: &dyn Fn(&Locator) -> bool) -> Result<AppendReport> {
+    drop_indexes_with(path, drop, RewriteMode::Copy)
+}
+
+/// `drop_indexes`, by copy or in place (local files only).
+pub fn drop_indexes_with(
+    path: &str,
+    drop: &dyn Fn(&Locator) -> bool,
+    mode: RewriteMode,
+) -> Result<AppendReport> {
     if crate::io::object::is_remote(path) {
+        in_place_is_local(path, mode)?;
         let obj = crate::io::object::locate(path)?;
         return obj.rewrite(|local| drop_indexes(local, drop).map(|r| r.named(local, path)));
     }
-    rewrite_indexes(path, Vec::new(), drop, None)
+    rewrite_indexes_with(path, Vec::new(), drop, None, mode)
+}
+
+/// An object is always replaced whole: there is no in-place change of one.
+fn in_place_is_local(path: &str, mode: RewriteMode) -> Result<()> {
+    if mode == RewriteMode::InPlace {
+        return Err(Error::unsupported(format!(
+            "{path}: in-place index changes are for local files; an object is replaced whole"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -80,7 +110,7 @@ mod tests {
     use std::path::Path;
 
     use crate::index::locator::Granularity;
-    use crate::index::rewrite::list_indexes;
+    use crate::index::rewrite::{list_indexes, rewrite_indexes};
     use crate::query::scan::Scan;
     use crate::testing::{self, int64s, scan_keys, strings, Layout};
 
@@ -228,5 +258,36 @@ mod tests {
         let (rows, s) = scan(&path, "u = 25000");
         assert_eq!(rows, vec![25000]);
         assert_eq!(metric(&s, "indexes_skipped"), 1);
+    }
+
+    #[test]
+    fn in_place_changes_give_the_same_file_as_copies() {
+        let dir = tempfile::tempdir().unwrap();
+        let copied = write_file(dir.path());
+        let in_place = dir.path().join("in-place.parquet");
+        std::fs::copy(&copied, &in_place).unwrap();
+        let in_place = in_place.to_string_lossy().into_owned();
+        let specs = [
+            spec("distinct", "u", Granularity::Page),
+            spec("bloom", "s", Granularity::RowGroup),
+        ];
+        add_indexes(&copied, &specs).unwrap();
+        let r = add_indexes_with(&in_place, &specs, RewriteMode::InPlace).unwrap();
+        assert_eq!(r.indexes.len(), 2);
+        assert_eq!(
+            std::fs::read(&copied).unwrap(),
+            std::fs::read(&in_place).unwrap()
+        );
+        assert!(!crate::index::journal::journal_path(Path::new(&in_place)).exists());
+        // Dropping in place shrinks the file back to its Parquet bytes and footer.
+        drop_indexes_with(&in_place, &|l| l.kind == "distinct", RewriteMode::InPlace).unwrap();
+        drop_indexes(&copied, &|l| l.kind == "distinct").unwrap();
+        assert_eq!(
+            std::fs::read(&copied).unwrap(),
+            std::fs::read(&in_place).unwrap()
+        );
+        let (rows, _) = scan(&in_place, "u = 12345");
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows, scan(&copied, "u = 12345").0);
     }
 }

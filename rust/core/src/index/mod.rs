@@ -16,6 +16,7 @@ pub mod distinct;
 pub mod evidence;
 pub mod hash;
 pub mod hll;
+pub mod journal;
 pub mod kind;
 pub mod locator;
 pub mod minmax;

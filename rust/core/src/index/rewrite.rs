@@ -14,12 +14,25 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::index::container::{block_checksum, encode_block, BLOCK_VERSION};
+use crate::index::journal::rewrite_tail;
 use crate::index::kind::KindInfo;
 use crate::index::locator::{locators, Granularity, Locator, KEY_PREFIX};
 use crate::index::registry;
 use crate::io::{FileIdentity, IoStats, StorageFile};
 use crate::metadata::footer_splice::with_key_values;
 use crate::metadata::{footer_start, read_footer};
+
+/// How a file's index area is changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RewriteMode {
+    /// Copy the Parquet bytes into a new file beside the old one and rename it over: every
+    /// reader sees the old file or the new one.
+    #[default]
+    Copy,
+    /// Rewrite only the tail of the file, under a journal (journal.rs): for files too
+    /// large to copy; other readers may see a broken tail while it is rewritten.
+    InPlace,
+}
 
 /// An index to embed.
 #[derive(Debug, Clone)]
@@ -77,11 +90,23 @@ fn resolve_symlinks(path: &str) -> Result<String> {
 /// Rewrite `path` with `add` embedded (replacing indexes of the same identity) and without
 /// the existing indexes for which `drop` is true. With `expected`, the file must still have
 /// that identity (the one the new indexes were built from).
+#[cfg(test)]
 pub fn rewrite_indexes(
     path: &str,
     add: Vec<NewIndex>,
     drop: &dyn Fn(&Locator) -> bool,
     expected: Option<&FileIdentity>,
+) -> Result<AppendReport> {
+    rewrite_indexes_with(path, add, drop, expected, RewriteMode::Copy)
+}
+
+/// `rewrite_indexes`, by copy or in place.
+pub fn rewrite_indexes_with(
+    path: &str,
+    add: Vec<NewIndex>,
+    drop: &dyn Fn(&Locator) -> bool,
+    expected: Option<&FileIdentity>,
+    mode: RewriteMode,
 ) -> Result<AppendReport> {
     // A symlink stays a symlink: the file it points to is rewritten beside itself.
     let resolved = resolve_symlinks(path)?;
@@ -142,7 +167,35 @@ pub fn rewrite_indexes(
         blocks.push((l, block));
     }
 
+    // The new tail: the blocks, then the footer with their locators.
+    let mut tail: Vec<u8> = Vec::new();
+    let mut kv: Vec<(String, Option<String>)> = fmd
+        .key_value_metadata()
+        .into_iter()
+        .flatten()
+        .filter(|e| !e.key.starts_with(KEY_PREFIX))
+        .map(|e| (e.key.clone(), e.value.clone()))
+        .collect();
+    for (i, (mut l, bytes)) in blocks.into_iter().enumerate() {
+        l.offset = copy_end + tail.len() as u64;
+        tail.extend_from_slice(&bytes);
+        kv.push((format!("{KEY_PREFIX}{i}"), Some(l.to_json())));
+        report.indexes.push(l);
+    }
+    let footer = with_key_values(&footer, &kv)
+        .map_err(|e| Error::invalid_file(path, format!("footer unreadable: {e}")))?;
+    let length = u32::try_from(footer.len())
+        .map_err(|_| Error::invalid_file(path, "footer longer than 4 GiB"))?;
+    tail.extend_from_slice(&footer);
+    tail.extend_from_slice(&length.to_le_bytes());
+    tail.extend_from_slice(b"PAR1");
+
     let target = Path::new(path);
+    if mode == RewriteMode::InPlace {
+        remove_checksum_sidecar(target)?;
+        report.bytes_after = rewrite_tail(target, copy_end, &tail, &before)?;
+        return Ok(report);
+    }
     let tmp = crate::io::file::temp_path(target);
     let result = (|| -> Result<u64> {
         let out = File::create(&tmp).map_err(|e| Error::io(path, e))?;
@@ -158,29 +211,7 @@ pub fn rewrite_indexes(
                 what: "it became shorter while indexes were added".into(),
             });
         }
-        let mut pos = copy_end;
-        let mut kv: Vec<(String, Option<String>)> = fmd
-            .key_value_metadata()
-            .into_iter()
-            .flatten()
-            .filter(|e| !e.key.starts_with(KEY_PREFIX))
-            .map(|e| (e.key.clone(), e.value.clone()))
-            .collect();
-        for (i, (mut l, bytes)) in blocks.into_iter().enumerate() {
-            out.write_all(&bytes).map_err(|e| Error::io(path, e))?;
-            l.offset = pos;
-            pos += bytes.len() as u64;
-            kv.push((format!("{KEY_PREFIX}{i}"), Some(l.to_json())));
-            report.indexes.push(l);
-        }
-        let footer = with_key_values(&footer, &kv)
-            .map_err(|e| Error::invalid_file(path, format!("footer unreadable: {e}")))?;
-        let length = u32::try_from(footer.len())
-            .map_err(|_| Error::invalid_file(path, "footer longer than 4 GiB"))?;
-        out.write_all(&footer).map_err(|e| Error::io(path, e))?;
-        out.write_all(&length.to_le_bytes())
-            .map_err(|e| Error::io(path, e))?;
-        out.write_all(b"PAR1").map_err(|e| Error::io(path, e))?;
+        out.write_all(&tail).map_err(|e| Error::io(path, e))?;
         let out = out
             .into_inner()
             .map_err(|e| Error::io(path, e.into_error()))?;
