@@ -95,9 +95,33 @@ def test_scans_with_a_catalog_equal_duckdb_and_read_no_footer(
     # A key range: the others by the catalog's bounds.
     _, m, _ = scan(dataset, "k BETWEEN 1000 AND 1600")
     assert m["files_pruned_by_catalog"] == FILES - 2
+    # A bloom asked for alone adds to the default columns; it does not replace them.
+    with_bloom = pqindex.Catalog.build(dataset, bloom=["s"])
+    assert with_bloom.columns == ["k", "u", "s"]
+    assert with_bloom.bloom_columns == ["s"]
     _, plain, _ = scan(dataset, "s = 's17-3'", catalog=False)
     assert plain["files_pruned_by_catalog"] == 0 and plain["footers_read"] == FILES
     assert m["bytes_read"] < plain["bytes_read"] / 10
+
+
+def test_a_catalog_built_without_columns_summarises_every_column(
+    dataset: Path, duckdb_con: Any
+) -> None:
+    """With no columns named, every column statistics can bound is summarised (bounds and
+    null counts, no blooms), so the default catalog rules files out by any of them."""
+    catalog = pqindex.Catalog.build(dataset)
+    assert catalog.columns == pqindex.Catalog.default_columns(dataset) == ["k", "u", "s"]
+    assert catalog.bloom_columns == []
+    for where in WHERES:
+        table, m, _ = scan(dataset, where)
+        assert table.num_rows == duckdb_count(duckdb_con, dataset, where), where
+        assert m["footers_read"] == 0, where
+    _, m, _ = scan(dataset, "k BETWEEN 1000 AND 1600")
+    assert m["files_pruned_by_catalog"] == FILES - 2
+    # A bloom asked for alone adds to the default columns; it does not replace them.
+    with_bloom = pqindex.Catalog.build(dataset, bloom=["s"])
+    assert with_bloom.columns == ["k", "u", "s"]
+    assert with_bloom.bloom_columns == ["s"]
 
 
 def test_files_added_rewritten_or_deleted_after_the_build_are_still_right(

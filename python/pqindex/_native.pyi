@@ -87,6 +87,12 @@ class Catalog:
         storage_options: StorageOptions | None = None,
     ) -> Catalog: ...
     @staticmethod
+    def default_columns(
+        source: StrPath, *, storage_options: StorageOptions | None = None
+    ) -> list[str]:
+        """The columns ``build`` summarises when given none: every column statistics can
+        bound (struct fields by dotted path)."""
+    @staticmethod
     def open(
         source: StrPath, *, storage_options: StorageOptions | None = None
     ) -> Catalog | None: ...

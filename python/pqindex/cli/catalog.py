@@ -117,7 +117,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     build = sub.add_parser("build", parents=[common], help="build the catalog of a dataset")
     build.add_argument("dataset", metavar="DATASET", help=dataset_help)
     build.add_argument(
-        "--columns", type=columns_arg, metavar="a,b", help="columns to summarise (min/max)"
+        "--columns",
+        type=columns_arg,
+        metavar="a,b",
+        help="columns to summarise (min/max; default: every column statistics can bound)",
     )
     build.add_argument(
         "--bloom",

@@ -62,6 +62,9 @@ def build_catalog(
     if not 0.0 < fpp < 1.0:
         raise pqindex.InvalidArgumentError(f"fpp must be between 0 and 1; got {fpp!r}")
     blooms = list(columns) if bloom is None else list(bloom)
+    if not columns:
+        # As Catalog.build: every column statistics can bound, blooms only where asked.
+        columns = pqindex.Catalog.default_columns(root)
     names = list(dict.fromkeys([*columns, *blooms]))
     specs = [(name, name in blooms, fpp) for name in names]
     files = dataset_files(root)

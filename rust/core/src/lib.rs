@@ -38,7 +38,9 @@ pub use query::parallel::default_threads;
 pub use query::scan::{Scan, ScanOptions};
 pub use query::stream::ScanStream;
 
-pub use catalog::{Catalog, CatalogColumn, CatalogReport};
+pub use catalog::{
+    default_columns as default_catalog_columns, Catalog, CatalogColumn, CatalogReport,
+};
 pub use index::approx_distinct::{approx_distinct, DistinctEstimate};
 pub use index::build::{add_indexes, add_indexes_with, drop_indexes, drop_indexes_with};
 pub use index::journal::{recover, Recovery};

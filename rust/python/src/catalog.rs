@@ -104,6 +104,16 @@ impl PyCatalog {
             .py();
         }
         let bloom = bloom.unwrap_or_else(|| columns.clone());
+        // No columns named: every column statistics can bound (blooms only where asked).
+        let columns = if columns.is_empty() {
+            let root = root.clone();
+            run_blocking(py, move |_| {
+                pqindex_core::default_catalog_columns(&root, global_cache())
+            })?
+            .py()?
+        } else {
+            columns
+        };
         let mut cols: Vec<CatalogColumn> = columns
             .iter()
             .map(|c| CatalogColumn {
@@ -128,6 +138,22 @@ impl PyCatalog {
             inner: Arc::new(catalog),
             report: Some(report),
         })
+    }
+
+    /// The columns `build` summarises when given none: every column statistics can bound.
+    #[staticmethod]
+    #[pyo3(signature = (source, *, storage_options=None))]
+    fn default_columns(
+        py: Python<'_>,
+        source: Source,
+        storage_options: Option<StorageOptions>,
+    ) -> PyResult<Vec<String>> {
+        configure_storage(&source.0, storage_options.as_ref())?;
+        let root = one_dir(source)?;
+        run_blocking(py, move |_| {
+            pqindex_core::default_catalog_columns(&root, global_cache())
+        })?
+        .py()
     }
 
     /// The catalog of the dataset directory `source`, or None when it has none.

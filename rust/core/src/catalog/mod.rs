@@ -217,7 +217,8 @@ impl Catalog {
         Ok(Some(Catalog::new(root, version, columns, entries)))
     }
 
-    /// Build a catalog of the dataset at `root` summarising `columns`, replacing any.
+    /// Build a catalog of the dataset at `root` summarising `columns` (every column
+    /// statistics can bound, without blooms, when none is given), replacing any.
     pub fn build(
         root: &str,
         columns: &[CatalogColumn],
@@ -225,6 +226,20 @@ impl Catalog {
         progress: &dyn Fn(u64, u64) -> Result<()>,
     ) -> Result<(Catalog, CatalogReport)> {
         dataset_dir(root)?;
+        let every;
+        let columns = if columns.is_empty() {
+            every = default_columns(root, cache)?
+                .into_iter()
+                .map(|name| CatalogColumn {
+                    name,
+                    bloom: false,
+                    fpp: 0.01,
+                })
+                .collect::<Vec<_>>();
+            &every
+        } else {
+            columns
+        };
         let previous = store::current(Path::new(root), &IoStats::default())?.map_or(0, |(v, _)| v);
         Self::write_version(
             root,
@@ -512,6 +527,41 @@ impl Catalog {
             None => true,
         }
     }
+}
+
+/// The columns a catalog summarises when it is not told which: every leaf of the first
+/// file (struct fields by their dotted paths) that predicates can compare, except repeated
+/// ones. Their bounds and null counts come from the footers, so summarising them is cheap.
+pub fn default_columns(root: &str, cache: &MetadataCache) -> Result<Vec<String>> {
+    let listing = list_source(&[root.to_string()])?;
+    let Some(first) = listing.files.first() else {
+        return Ok(Vec::new());
+    };
+    let file =
+        StorageFile::open_listed(&first.path, &first.identity, Arc::new(IoStats::default()))?;
+    let (md, _) = cache.get(&file, false)?;
+    let (schema, _) = file_schemas(&md, &first.path)?;
+    let mut out = Vec::new();
+    fn walk(prefix: &str, fields: &arrow_schema::Fields, out: &mut Vec<String>) {
+        for f in fields {
+            let name = if prefix.is_empty() {
+                f.name().clone()
+            } else {
+                format!("{prefix}.{}", f.name())
+            };
+            match f.data_type() {
+                arrow_schema::DataType::Struct(children) => walk(&name, children, out),
+                dt if crate::predicate::value::Domain::of(dt).is_some() => out.push(name),
+                _ => {}
+            }
+        }
+    }
+    walk("", schema.fields(), &mut out);
+    // A name that is ambiguous in the Parquet schema (a dotted column beside a struct) is
+    // not summarised.
+    let descr = md.file_metadata().schema_descr();
+    out.retain(|n| leaves_named(descr, n).len() == 1);
+    Ok(out)
 }
 
 /// `Ok` when `root` is a directory (or an object-store prefix): a catalog describes one
