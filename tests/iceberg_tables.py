@@ -142,3 +142,36 @@ def add_equality_deletes(table: Any, keys: pa.Table) -> Any:
         spec_id=table.spec().spec_id,
     )
     return _commit(table, [file])
+
+
+def add_data_file(table: Any, data: pa.Table, partition: Any) -> Any:
+    """Commit ``data`` (columns named as the table's, possibly missing some) as one data
+    file in ``partition`` (a pyiceberg ``Record``), as a migration of Hive files that keep
+    partition values only in their paths does."""
+    schema = table.schema()
+    arrow = pa.schema(
+        [
+            pa.field(
+                n,
+                data.schema.field(n).type,
+                metadata={"PARQUET:field_id": str(schema.find_field(n).field_id)},
+            )
+            for n in data.column_names
+        ]
+    )
+    out = f"{table.location()}/data/{uuid.uuid4()}-migrated.parquet"
+    pq.write_table(data.cast(arrow), _local(out))
+    file = DataFile.from_args(
+        content=DataFileContent.DATA,
+        file_path=out,
+        file_format=FileFormat.PARQUET,
+        partition=partition,
+        record_count=data.num_rows,
+        file_size_in_bytes=os.path.getsize(_local(out)),
+        spec_id=table.spec().spec_id,
+    )
+    with table.transaction() as tx:
+        producer = _FastAppendFiles(operation=Operation.APPEND, transaction=tx, io=table.io)
+        producer.append_data_file(file)
+        producer.commit()
+    return table.refresh()

@@ -264,6 +264,98 @@ def test_column_mapping_reads_the_tables_names(mapped: Path, where: str | None) 
     assert "score" in names and "u" not in names and "f" not in names
 
 
+def test_id_mode_resolves_columns_by_field_id(tmp_path: Path) -> None:
+    """In id mode (the protocol's "Column Mapping") a file's column is the one carrying the
+    table column's field id, whatever its name: a file rewritten under other column names
+    reads the same, and a renamed column keeps its values. deltalake's own reader returns
+    NULLs for id-mode tables, so the referee is the data written, filtered by DuckDB."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "t"
+    data = batch(0, 500).drop_columns(["region"])
+    write(path, data, configuration={"delta.columnMapping.mode": "id"})
+    assert rows(pqindex.scan(str(path)).to_arrow()) == rows(data)
+    # The same values under other names, with each column's field id.
+    (file,) = path.rglob("*.parquet")
+    stored = pq.read_table(file)
+    renamed = stored.rename_columns([f"other_{i}" for i in range(stored.num_columns)])
+    renamed = pa.table(
+        renamed.columns,
+        schema=pa.schema(
+            [f.with_metadata(stored.schema.field(i).metadata) for i, f in enumerate(renamed.schema)]
+        ),
+    )
+    pq.write_table(renamed, file)
+    log = path / "_delta_log" / f"{0:020}.json"
+    actions = [json.loads(line) for line in log.read_text().splitlines()]
+    for a in actions:
+        if "add" in a:
+            a["add"]["size"] = file.stat().st_size
+    log.write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+    for where in (None, "u < 300", "id BETWEEN 10 AND 20 OR s IS NULL"):
+        got = pqindex.scan(str(path), where=where).to_arrow()
+        assert rows(got) == rows(data, where), where
+    alter_columns(path, rename={"u": "score"})
+    got = pqindex.scan(str(path), where="score < 300").to_arrow()
+    assert rows(got) == rows(
+        data.rename_columns(["score" if c == "u" else c for c in data.column_names]), "score < 300"
+    )
+
+
+def test_type_widening_reads_files_in_the_tables_types(tmp_path: Path) -> None:
+    """The typeWidening reader feature: a commit widens ``int`` to ``long`` and ``float`` to
+    ``double``; files written before keep their narrow types and read as the table's, and
+    their statistics still prune. deltalake refuses the feature, so the referee is the data
+    written, widened, filtered by DuckDB."""
+    import json
+
+    path = tmp_path / "t"
+    data = pa.table(
+        {
+            "id": pa.array(range(2000), pa.int32()),
+            "v": pa.array([i / 4 for i in range(2000)], pa.float32()),
+        }
+    )
+    write(path, data)
+    log = path / "_delta_log"
+    actions = [json.loads(line) for line in (log / f"{0:020}.json").read_text().splitlines()]
+    meta = next(a["metaData"] for a in actions if "metaData" in a)
+    schema = json.loads(meta["schemaString"])
+    for f, (old, new) in zip(
+        schema["fields"], [("integer", "long"), ("float", "double")], strict=True
+    ):
+        f["type"] = new
+        f["metadata"] = {"delta.typeChanges": [{"fromType": old, "toType": new}]}
+    meta = dict(
+        meta,
+        schemaString=json.dumps(schema),
+        configuration={"delta.enableTypeWidening": "true"},
+    )
+    protocol = {
+        "minReaderVersion": 3,
+        "minWriterVersion": 7,
+        "readerFeatures": ["typeWidening"],
+        "writerFeatures": ["typeWidening"],
+    }
+    commit = [
+        {"commitInfo": {"timestamp": int(time.time() * 1000), "operation": "CHANGE COLUMN"}},
+        {"protocol": protocol},
+        {"metaData": meta},
+    ]
+    (log / f"{1:020}.json").write_text("\n".join(json.dumps(a) for a in commit) + "\n")
+    wide = data.cast(pa.schema([("id", pa.int64()), ("v", pa.float64())]))
+    for where in (None, "id BETWEEN 1500 AND 1510", "v > 499.5", "id = 5000000000"):
+        scan = pqindex.scan(str(path), where=where)
+        got = scan.to_arrow()
+        assert got.schema == wide.schema
+        assert rows(got) == rows(wide, where), where
+    pruned = pqindex.scan(str(path), where="id = 5000000000")
+    assert pruned.to_arrow().num_rows == 0
+    assert pruned.metrics()["files_pruned_by_table_stats"] == 1
+
+
 def test_unknown_reader_features_are_refused_by_name(tmp_path: Path) -> None:
     path = tmp_path / "t"
     write(path, batch(0, 10))
@@ -301,16 +393,33 @@ def test_damaged_logs_and_missing_files_give_typed_errors(tmp_path: Path) -> Non
     # A data file the log names is gone.
     gone = tmp_path / "gone"
     shutil.copytree(path, gone)
-    next(f for f in gone.glob("*.parquet")).unlink()
-    with pytest.raises(pqindex.NotFoundError):
+    missing = next(f for f in gone.glob("*.parquet"))
+    missing.unlink()
+    with pytest.raises(pqindex.NotFoundError, match=f"table {gone}.*{missing.name}"):
         pqindex.scan(str(gone)).to_arrow()
+    # A data file cut short.
+    short = tmp_path / "short"
+    shutil.copytree(path, short)
+    damaged = next(f for f in short.glob("*.parquet"))
+    damaged.write_bytes(damaged.read_bytes()[:300])
+    with pytest.raises(pqindex.InvalidFileError, match=f"table {short}.*{damaged.name}"):
+        pqindex.scan(str(short)).to_arrow()
     # A commit cut short.
     cut = tmp_path / "cut"
     shutil.copytree(path, cut)
     commit = sorted((cut / "_delta_log").glob("*.json"))[-1]
     commit.write_text(commit.read_text()[:40])
-    with pytest.raises(pqindex.PqindexError, match=str(cut)):
+    with pytest.raises(pqindex.SourceError, match=str(cut)):
         pqindex.scan(str(cut))
+    # A checkpoint cut short (the log's later commits are read on top of it).
+    deltalake.DeltaTable(str(path)).create_checkpoint()
+    write(path, batch(200, 10), mode="append")
+    broken = tmp_path / "broken"
+    shutil.copytree(path, broken)
+    checkpoint = next((broken / "_delta_log").glob("*.checkpoint.parquet"))
+    checkpoint.write_bytes(checkpoint.read_bytes()[:100])
+    with pytest.raises(pqindex.PqindexError, match=str(broken)):
+        pqindex.scan(str(broken)).to_arrow()
     # The log is gone altogether: not a table any more, and nothing left to list.
     bare = tmp_path / "bare"
     shutil.copytree(path, bare)

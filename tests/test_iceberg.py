@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("pyiceberg")
 
-from iceberg_tables import add_equality_deletes, add_position_deletes, data_files
+from iceberg_tables import add_data_file, add_equality_deletes, add_position_deletes, data_files
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.types import LongType, StringType
 
@@ -187,6 +187,58 @@ def test_equality_deletes_are_refused(tmp_path: Path) -> None:
     t = add_equality_deletes(t, pa.table({"id": pa.array([3, 4], pa.int32())}))
     with pytest.raises(pqindex.UnsupportedError, match="equality deletes"):
         pqindex.scan(t)
+
+
+def test_a_file_without_its_identity_partition_column_is_refused(tmp_path: Path) -> None:
+    """Iceberg readers take an identity-partitioned column that a data file lacks (one
+    migrated from Hive) from the manifest's partition value. pqindex refuses such a file,
+    naming it, rather than read the column as NULL; files that hold the column read as
+    pyiceberg reads them."""
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.typedef import Record
+
+    c = catalog(tmp_path)
+    schema = c.create_table("db.probe", schema=batch(0, 1).schema).schema()
+    region = schema.find_field("region").field_id
+    spec = PartitionSpec(PartitionField(region, 1000, IdentityTransform(), "region"))
+    t = c.create_table("db.t", schema=schema, partition_spec=spec)
+    t.append(batch(0, 300))
+    check(t, "region = 'north'")
+    migrated = batch(5000, 40).drop_columns(["region"])
+    t = add_data_file(t, migrated, Record("north"))
+    ref = t.scan(row_filter="id >= 5000").to_arrow()
+    assert ref.num_rows == 40 and set(ref.column("region").to_pylist()) == {"north"}
+    with pytest.raises(pqindex.UnsupportedError, match="no column region"):
+        pqindex.scan(t).to_arrow()
+
+
+def test_damaged_metadata_and_missing_files_give_typed_errors(tmp_path: Path) -> None:
+    """A manifest missing or cut short, a data file missing or cut short: a typed pqindex
+    error naming the table (and, through pyiceberg's message or the core's, the file)."""
+    c = catalog(tmp_path)
+    t = c.create_table("db.t", schema=batch(0, 1).schema)
+    t.append(batch(0, 100))
+    t.append(batch(100, 100))
+    location = Path(t.location().removeprefix("file://"))
+    manifest = next(
+        m for m in (location / "metadata").glob("*.avro") if not m.name.startswith("snap-")
+    )
+    saved = manifest.read_bytes()
+    manifest.write_bytes(saved[: len(saved) // 2])
+    with pytest.raises(pqindex.SourceError, match=r"db\.t"):
+        pqindex.scan(c.load_table("db.t")).to_arrow()
+    manifest.unlink()
+    with pytest.raises(pqindex.NotFoundError, match=f"db.t.*{manifest.name}"):
+        pqindex.scan(c.load_table("db.t")).to_arrow()
+    manifest.write_bytes(saved)
+    data = sorted((location / "data").glob("*.parquet"))
+    data[0].write_bytes(data[0].read_bytes()[:300])
+    with pytest.raises(pqindex.InvalidFileError, match=f"table .*{data[0].name}"):
+        pqindex.scan(c.load_table("db.t"), where="id = 5").to_arrow()
+    data[0].unlink()
+    with pytest.raises(pqindex.NotFoundError, match=f"table .*{data[0].name}"):
+        pqindex.scan(c.load_table("db.t"), where="id = 5").to_arrow()
 
 
 def test_an_empty_table_scans_to_nothing(tmp_path: Path) -> None:

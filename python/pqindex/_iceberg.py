@@ -36,6 +36,12 @@ def is_table(source: Any) -> bool:
     )
 
 
+def _name(table: Any) -> str:
+    """The table's identifier as users write it (``db.events``)."""
+    name = table.name()
+    return ".".join(name) if isinstance(name, tuple) else str(name)
+
+
 def _local(path: str) -> str:
     """A file URL as pqindex opens it (object-store URLs stay URLs)."""
     return path[len("file://") :] if path.startswith("file://") else path
@@ -47,13 +53,13 @@ def _snapshot(table: Any, snapshot_id: int | None, timestamp_ms: int | None) -> 
     if snapshot_id is not None:
         snapshot = table.snapshot_by_id(snapshot_id)
         if snapshot is None:
-            raise NotFoundError(f"Iceberg table {table.name()}: no snapshot {snapshot_id}")
+            raise NotFoundError(f"Iceberg table {_name(table)}: no snapshot {snapshot_id}")
         return snapshot
     if timestamp_ms is not None:
         snapshot = table.snapshot_as_of_timestamp(timestamp_ms)
         if snapshot is None:
             raise NotFoundError(
-                f"Iceberg table {table.name()}: no snapshot at or before {timestamp_ms} ms"
+                f"Iceberg table {_name(table)}: no snapshot at or before {timestamp_ms} ms"
             )
         return snapshot
     return table.current_snapshot()
@@ -113,15 +119,18 @@ def _plan_files(table: Any, snapshot: Any, schema: Any) -> Any:
     except ValueError as e:
         if "equality deletes" in str(e):
             raise UnsupportedError(
-                f"Iceberg table {table.name()}: equality deletes are not supported "
+                f"Iceberg table {_name(table)}: equality deletes are not supported "
                 f"(a file's rows cannot be narrowed by them before reading): {e}"
             ) from e
-        raise
+        raise _metadata_error(table, e) from e
+    except Exception as e:
+        raise _metadata_error(table, e) from e
     leaves = _leaves(schema)
     arrow_schema = schema_to_pyarrow(schema)
     arrow_types = {name: _arrow_type(arrow_schema, name) for name, _, _ in leaves}
     deletes_read: dict[str, dict[str, Any]] = {}
-    paths, sizes, records, deleted = [], [], [], []
+    identity = _identity_columns(table, schema)
+    paths, sizes, records, deleted, identities = [], [], [], [], []
     mins: dict[str, list[Any]] = {name: [] for name, _, _ in leaves}
     maxs: dict[str, list[Any]] = {name: [] for name, _, _ in leaves}
     nulls: dict[str, list[Any]] = {name: [] for name, _, _ in leaves}
@@ -139,6 +148,7 @@ def _plan_files(table: Any, snapshot: Any, schema: Any) -> Any:
             if hits is not None:
                 positions.update(hits.to_pylist())
         deleted.append(sorted(positions) if task.delete_files else None)
+        identities.append(identity.get(f.spec_id))
         lower, upper = f.lower_bounds or {}, f.upper_bounds or {}
         counts = f.null_value_counts or {}
         for name, field_id, ptype in leaves:
@@ -151,12 +161,44 @@ def _plan_files(table: Any, snapshot: Any, schema: Any) -> Any:
         "size": pa.array(sizes, pa.int64()),
         "records": pa.array(records, pa.int64()),
         "deleted": pa.array(deleted, pa.list_(pa.int64())),
+        "identity": pa.array(identities, pa.list_(pa.string())),
     }
     for name, _, _ in leaves:
         columns[f"min:{name}"] = _bounds(mins[name], arrow_types[name])
         columns[f"max:{name}"] = _bounds(maxs[name], arrow_types[name])
         columns[f"nulls:{name}"] = pa.array(nulls[name], pa.int64())
     return pa.table(columns)
+
+
+def _metadata_error(table: Any, e: Exception) -> Exception:
+    """A typed error for a snapshot whose manifests cannot be read (missing, truncated or
+    damaged), naming the table; the message of pyiceberg's error names the file."""
+    if isinstance(e, FileNotFoundError):
+        return NotFoundError(f"Iceberg table {_name(table)}: a metadata file is missing: {e}")
+    return SourceError(
+        f"Iceberg table {_name(table)}: its manifests cannot be read "
+        f"({type(e).__name__}: {e})"
+    )
+
+
+def _identity_columns(table: Any, schema: Any) -> dict[int, list[str]]:
+    """Per partition spec id, the top-level columns of ``schema`` it partitions by identity.
+    A data file lacking one of them (migrated from a Hive table) holds its value only in
+    the manifest; the core refuses such a file rather than read the column as NULL."""
+    from pyiceberg.transforms import IdentityTransform
+
+    out: dict[int, list[str]] = {}
+    for spec_id, spec in table.specs().items():
+        names = []
+        for field in spec.fields:
+            if not isinstance(field.transform, IdentityTransform):
+                continue
+            name = schema.find_column_name(field.source_id)
+            if name is not None and "." not in name:
+                names.append(name)
+        if names:
+            out[spec_id] = names
+    return out
 
 
 def _arrow_type(schema: Any, dotted: str) -> Any:
@@ -299,12 +341,12 @@ def change_indexes(
 
     snapshot = table.current_snapshot()
     if snapshot is None:
-        raise SourceError(f"Iceberg table {table.name()} has no snapshot: nothing to index")
+        raise SourceError(f"Iceberg table {_name(table)} has no snapshot: nothing to index")
     registered = list(table.metadata.statistics)
     foreign = [s for s in registered if s.snapshot_id == snapshot.snapshot_id and not _ours(s)]
     if foreign:
         raise UnsupportedError(
-            f"Iceberg table {table.name()}: its current snapshot has the statistics file "
+            f"Iceberg table {_name(table)}: its current snapshot has the statistics file "
             f"{foreign[0].statistics_path}, which another writer registered; pqindex would "
             "replace it"
         )

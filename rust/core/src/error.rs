@@ -100,6 +100,28 @@ impl Error {
         }
     }
 
+    /// Name the table a failing data file belongs to: a table's files are found through
+    /// its metadata, so a missing or damaged one is the table's problem to report.
+    pub fn in_table(self, root: &str) -> Self {
+        let named = |path: String| format!("table {root}: data file {path}");
+        match self {
+            Error::NotFound { path } => Error::NotFound { path: named(path) },
+            Error::InvalidFile { path, reason } => Error::InvalidFile {
+                path: named(path),
+                reason,
+            },
+            Error::FileChanged { path, what } => Error::FileChanged {
+                path: named(path),
+                what,
+            },
+            Error::Io { path, source } => Error::Io {
+                path: named(path),
+                source,
+            },
+            other => other,
+        }
+    }
+
     /// Attribute a Parquet or Arrow failure to the file being read: while reading, such a
     /// failure means the bytes on disk are not what the footer promised.
     pub fn in_file(self, path: &str) -> Self {

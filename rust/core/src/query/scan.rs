@@ -198,6 +198,12 @@ impl Scan {
             columns: TableColumns {
                 root: snapshot.root.clone(),
                 schema: snapshot.schema.clone(),
+                identity: snapshot
+                    .files
+                    .iter()
+                    .filter(|f| !f.identity_columns.is_empty())
+                    .map(|f| (f.path.clone(), f.identity_columns.clone()))
+                    .collect(),
             },
             indexes: TableIndexes::load(&snapshot.root, &snapshot.index_files)?,
         };
@@ -210,7 +216,8 @@ impl Scan {
             first: None,
             warmed: (0, 0),
         };
-        let mut scan = Self::plan_sources(sources, opts, cache, cancel)?;
+        let mut scan = Self::plan_sources(sources, opts, cache, cancel)
+            .map_err(|e| e.in_table(&snapshot.root))?;
         scan.table = Some((snapshot.format, snapshot.root.clone(), snapshot.version));
         Ok(scan)
     }

@@ -409,6 +409,8 @@ impl Scan {
                             let adapter = TableColumns {
                                 root: String::new(),
                                 schema: t.clone(),
+                                // The driver refused such files when it planned them.
+                                identity: Default::default(),
                             };
                             let (p, map) = adapter.adapt(&path, predicate.as_ref(), &md)?;
                             (p, Some(map))

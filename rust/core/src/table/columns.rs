@@ -11,6 +11,7 @@
 //! otherwise the leaf cannot prune that file. A leaf on a missing column takes its value
 //! on NULL.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -30,6 +31,9 @@ pub struct TableColumns {
     pub root: String,
     /// The table's data columns (metadata names physical names and field ids).
     pub schema: SchemaRef,
+    /// Per data file, the columns its partition holds by identity (`TableFile`), for the
+    /// files that have any.
+    pub identity: HashMap<String, Vec<String>>,
 }
 
 /// Where a leaf column of the table lives in one file.
@@ -227,6 +231,20 @@ impl SchemaAdapter for TableColumns {
                     )));
                 }
             }
+            if found.is_none()
+                && self
+                    .identity
+                    .get(path)
+                    .is_some_and(|names| names.iter().any(|n| n == f.name()))
+            {
+                return Err(Error::Unsupported(format!(
+                    "table {}: {path} has no column {}, whose value for the file is its \
+                     identity partition value in the table's metadata (a file migrated \
+                     without its partition columns); such files are not supported",
+                    self.root,
+                    f.name()
+                )));
+            }
             roots.push(found.map(|(i, _)| i));
         }
         let map = Arc::new(ColumnMap {
@@ -285,25 +303,36 @@ pub fn with_physical_names(
     fields: &[Field],
     physical: &mut impl FnMut(&[String]) -> Option<String>,
 ) -> Vec<Field> {
+    with_metadata_value(fields, crate::metadata::schema::PHYSICAL_NAME, physical)
+}
+
+/// `fields` with `key` set in the metadata of each field (nested ones too) for which
+/// `value` gives one, by logical path.
+pub fn with_metadata_value(
+    fields: &[Field],
+    key: &str,
+    value: &mut impl FnMut(&[String]) -> Option<String>,
+) -> Vec<Field> {
     fn visit(
         field: &Field,
         prefix: &mut Vec<String>,
-        physical: &mut dyn FnMut(&[String]) -> Option<String>,
+        key: &str,
+        value: &mut dyn FnMut(&[String]) -> Option<String>,
     ) -> Field {
         prefix.push(field.name().clone());
         let data_type = match field.data_type() {
             DataType::Struct(children) => DataType::Struct(
                 children
                     .iter()
-                    .map(|c| visit(c, prefix, physical))
+                    .map(|c| visit(c, prefix, key, value))
                     .collect::<Vec<_>>()
                     .into(),
             ),
             other => other.clone(),
         };
         let mut metadata = field.metadata().clone();
-        if let Some(name) = physical(prefix) {
-            metadata.insert(crate::metadata::schema::PHYSICAL_NAME.into(), name);
+        if let Some(v) = value(prefix) {
+            metadata.insert(key.to_string(), v);
         }
         prefix.pop();
         field
@@ -314,7 +343,7 @@ pub fn with_physical_names(
     let mut prefix = Vec::new();
     fields
         .iter()
-        .map(|f| visit(f, &mut prefix, physical))
+        .map(|f| visit(f, &mut prefix, key, value))
         .collect()
 }
 

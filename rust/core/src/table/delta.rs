@@ -23,7 +23,7 @@ use url::Url;
 use crate::error::{Error, Result};
 use crate::metadata::schema::FIELD_ID;
 use crate::predicate::Value;
-use crate::table::columns::{table_error, with_physical_names};
+use crate::table::columns::{table_error, with_metadata_value, with_physical_names};
 use crate::table::values::{from_text, value_as};
 use crate::table::{ColumnStats, TableFile, TableFormat, TableOptions, TableSnapshot};
 
@@ -87,26 +87,54 @@ fn engine(url: &Url, options: &[(String, String)]) -> Result<impl Engine> {
 
 /// The physical name of each logical field of `schema`, by logical path.
 fn physical_names(schema: &StructType) -> HashMap<Vec<String>, String> {
+    mapping_values(
+        schema,
+        |f| match f {
+            MetadataValue::String(p) => Some(p.clone()),
+            _ => None,
+        },
+        &ColumnMetadataKey::ColumnMappingPhysicalName,
+    )
+}
+
+/// Each field's column mapping id (Parquet field id), by its logical path.
+fn field_ids(schema: &StructType) -> HashMap<Vec<String>, String> {
+    mapping_values(
+        schema,
+        |f| match f {
+            MetadataValue::Number(n) => Some(n.to_string()),
+            _ => None,
+        },
+        &ColumnMetadataKey::ColumnMappingId,
+    )
+}
+
+/// One column mapping value (`key`) of every field, nested ones too, by logical path.
+fn mapping_values(
+    schema: &StructType,
+    value: fn(&MetadataValue) -> Option<String>,
+    key: &ColumnMetadataKey,
+) -> HashMap<Vec<String>, String> {
     fn visit(
         fields: &StructType,
         prefix: &mut Vec<String>,
         out: &mut HashMap<Vec<String>, String>,
+        value: fn(&MetadataValue) -> Option<String>,
+        key: &ColumnMetadataKey,
     ) {
         for f in fields.fields() {
             prefix.push(f.name().clone());
-            if let Some(MetadataValue::String(p)) =
-                f.get_config_value(&ColumnMetadataKey::ColumnMappingPhysicalName)
-            {
-                out.insert(prefix.clone(), p.clone());
+            if let Some(v) = f.get_config_value(key).and_then(value) {
+                out.insert(prefix.clone(), v);
             }
             if let delta_kernel::schema::DataType::Struct(s) = f.data_type() {
-                visit(s, prefix, out);
+                visit(s, prefix, out, value, key);
             }
             prefix.pop();
         }
     }
     let mut out = HashMap::new();
-    visit(schema, &mut Vec::new(), &mut out);
+    visit(schema, &mut Vec::new(), &mut out, value, key);
     out
 }
 
@@ -168,6 +196,16 @@ pub fn snapshot(root: &str, opts: &TableOptions) -> Result<TableSnapshot> {
     let (data, partitions): (Vec<Field>, Vec<Field>) = fields.into_iter().partition(in_files);
     let data = with_physical_names(&data, &mut |path| names.get(path).cloned());
     let data: Vec<Field> = data.into_iter().map(drop_field_ids).collect();
+    // Id mode resolves columns by Parquet field id; the other modes by physical name,
+    // whatever ids a file's writer left in it.
+    let by_id = snapshot.table_properties().column_mapping_mode
+        == Some(delta_kernel::table_features::ColumnMappingMode::Id);
+    let data = if by_id {
+        let ids = field_ids(&logical);
+        with_metadata_value(&data, FIELD_ID, &mut |path| ids.get(path).cloned())
+    } else {
+        data
+    };
     let leaves = leaf_paths(&data);
 
     let mut files = Vec::new();
@@ -240,6 +278,7 @@ pub fn snapshot(root: &str, opts: &TableOptions) -> Result<TableSnapshot> {
             let size = u64::try_from(f.size)
                 .map_err(|_| table_error(root, format!("{} has a negative size", f.path)))?;
             files.push(TableFile {
+                identity_columns: Vec::new(),
                 path: file_path(scan.table_root(), &f.path, root)?,
                 size,
                 modified_ms: f.modification_time,
@@ -269,8 +308,8 @@ pub fn snapshot(root: &str, opts: &TableOptions) -> Result<TableSnapshot> {
     })
 }
 
-/// The kernel's Arrow fields carry Parquet field ids in id mapping mode; pqindex matches
-/// Delta columns by physical name (files written in id mode carry both).
+/// The kernel's Arrow fields may carry Parquet field ids; outside id mode they must not
+/// decide which file column holds a table column.
 fn drop_field_ids(f: Field) -> Field {
     let mut metadata = f.metadata().clone();
     metadata.remove(FIELD_ID);

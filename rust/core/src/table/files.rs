@@ -2,7 +2,8 @@
 //! its manifests with pyiceberg) reaches the core.
 //!
 //! Columns: `path` (utf8), `size` (int64), `records` (int64, nullable), `deleted`
-//! (list<int64>: positions deleted from the file, nullable), and per leaf column of the
+//! (list<int64>: positions deleted from the file, nullable), `identity` (list<utf8>: the
+//! table columns the file's partition holds by identity, nullable), and per leaf column of the
 //! table `min:<dotted logical name>`, `max:<...>` (in the column's type) and `nulls:<...>`
 //! (int64), each optional.
 
@@ -68,6 +69,7 @@ pub fn snapshot_from_arrow(
         let sizes = int64("size")?.ok_or_else(|| bad(root, "has no column size"))?;
         let records = int64("records")?;
         let deleted = column("deleted").and_then(|c| c.as_list_opt::<i32>().cloned());
+        let identity = column("identity").and_then(|c| c.as_list_opt::<i32>().cloned());
         for row in 0..b.num_rows() {
             if paths.is_null(row) || sizes.is_null(row) || sizes.value(row) < 0 {
                 return Err(bad(root, format!("row {row} has no path or size")));
@@ -86,6 +88,16 @@ pub fn snapshot_from_arrow(
                     Some(Arc::new(rows))
                 }
                 _ => None,
+            };
+            let identity_columns = match &identity {
+                Some(l) if l.is_valid(row) => {
+                    let names = l.value(row);
+                    let names = names.as_string_opt::<i32>().ok_or_else(|| {
+                        bad(root, "has an identity column that is not list<utf8>")
+                    })?;
+                    names.iter().flatten().map(str::to_string).collect()
+                }
+                _ => Vec::new(),
             };
             let mut stats = Vec::new();
             for (name, path, data_type) in &leaves {
@@ -118,6 +130,7 @@ pub fn snapshot_from_arrow(
                 partition_values: Vec::new(),
                 stats,
                 deleted,
+                identity_columns,
             });
         }
     }

@@ -61,6 +61,10 @@ pub struct TableFile {
     pub stats: Vec<ColumnStats>,
     /// Positions (0-based, in file order) of rows deleted from the file.
     pub deleted: Option<Arc<Vec<u64>>>,
+    /// Table columns whose value in this file the metadata holds as an identity partition
+    /// (Iceberg): a file without such a column (one migrated from a Hive table) reads it
+    /// from the metadata, which pqindex refuses rather than reading NULL.
+    pub identity_columns: Vec<String>,
 }
 
 impl TableFile {
