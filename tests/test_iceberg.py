@@ -235,10 +235,10 @@ def test_damaged_metadata_and_missing_files_give_typed_errors(tmp_path: Path) ->
     data = sorted((location / "data").glob("*.parquet"))
     data[0].write_bytes(data[0].read_bytes()[:300])
     with pytest.raises(pqindex.InvalidFileError, match=f"table .*{data[0].name}"):
-        pqindex.scan(c.load_table("db.t"), where="id = 5").to_arrow()
+        pqindex.scan(c.load_table("db.t")).to_arrow()
     data[0].unlink()
     with pytest.raises(pqindex.NotFoundError, match=f"table .*{data[0].name}"):
-        pqindex.scan(c.load_table("db.t"), where="id = 5").to_arrow()
+        pqindex.scan(c.load_table("db.t")).to_arrow()
 
 
 def test_an_empty_table_scans_to_nothing(tmp_path: Path) -> None:
