@@ -219,46 +219,6 @@ def test_a_catalog_needs_one_directory(dataset: Path) -> None:
     assert pqindex.Catalog.open(dataset) is None
 
 
-@pytest.mark.spark
-def test_spark_read_uses_the_catalog(spark: Any, dataset: Path) -> None:
-    """``pqindex.spark.plan`` of a dataset directory plans with its catalog on the driver:
-    files ruled out by its blooms and no footer read; the rows are Spark's own."""
-    import pqindex.spark as pqs
-
-    pqindex.Catalog.build(dataset, ["s"], bloom=["s"])
-    pqindex.clear_metadata_cache()
-    where = "s = 's17-3'"
-    expected = spark.read.parquet(str(dataset)).where(where).count()
-    for driver_read_bytes in (0, 1 << 30):  # executors, then the driver
-        scan = pqs.plan(spark, str(dataset), where, driver_read_bytes=driver_read_bytes)
-        assert scan.to_df().count() == expected
-        m = scan.metrics()
-        assert m["files_pruned_by_catalog"] >= FILES - 4
-        assert m["footers_read"] == 0
-        assert "catalog:" in scan.explain()
-        if driver_read_bytes == 0:
-            # The executors took the kept files' footers from the catalog too.
-            executors = scan.executor_metrics()
-            assert executors["footers_read"] == 0, executors
-            assert executors["bytes_read"] > 0
-
-
-@pytest.mark.spark
-def test_spark_builds_the_same_catalog(spark: Any, dataset: Path, duckdb_con: Any) -> None:
-    import pqindex.spark as pqs
-
-    catalog = pqs.build_catalog(spark, dataset, ["k", "s"], bloom=["s"], parallelism=3)
-    assert catalog.version == 1 and catalog.num_files == FILES
-    assert catalog.bloom_columns == ["s"]
-    for where in WHERES:
-        table, m, _ = scan(dataset, where)
-        assert table.num_rows == duckdb_count(duckdb_con, dataset, where), where
-        assert m["footers_read"] == 0 and m["files_not_in_catalog"] == 0, where
-    _, m, _ = scan(dataset, "s = 's17-3'")
-    assert m["files_pruned_by_catalog"] >= FILES - 4
-    assert pqs.build_catalog(spark, dataset, ["k"]).version == 2
-
-
 def test_a_damaged_footer_in_the_catalog_falls_back_to_the_file(
     dataset: Path, duckdb_con: Any
 ) -> None:

@@ -289,78 +289,6 @@ def test_truncated_responses_are_errors_or_retried(
     assert rows.column("id").to_pylist() == [5]
 
 
-@pytest.mark.spark
-def test_spark_reads_objects_in_executors(spark: Any, s3: S3Server, hive: tuple[str, Path]) -> None:
-    """Executors read the selected pages from the store; Spark needs no s3a connector."""
-    import pqindex.spark
-
-    url, local = hive
-    where = "id BETWEEN 100 AND 2500 AND part <> 'a'"
-    plan = pqindex.spark.plan(
-        spark,
-        url.replace("s3://", "s3a://"),
-        where,
-        ["id", "payload", "part"],
-        driver_read_bytes=0,
-        storage_options=s3.options(),
-    )
-    got = plan.to_df().toArrow()
-    want = pqindex.scan(str(local), where=where, columns=["id", "payload", "part"]).to_arrow()
-    key = [("id", "ascending")]
-    assert got.sort_by(key).to_pylist() == want.sort_by(key).to_pylist()
-    assert plan.predicate == where
-    assert plan.executor_metrics()["requests"] > 0
-
-
-@pytest.mark.spark
-def test_spark_plans_an_object_source_once(
-    spark: Any, s3: S3Server, hive: tuple[str, Path]
-) -> None:
-    """Reading every column, the plan that gives Spark the schema is the plan: its requests
-    are all the planning made (one listing), and partitions the predicate rules out are
-    never opened."""
-    import pqindex.spark
-
-    url, local = hive
-    where = "part = 'y' AND h < 3000"
-    s3.proxy.reset()
-    plan = pqindex.spark.plan(spark, url, where, storage_options=s3.options())
-    m = plan.metrics()
-    assert m["requests"] == s3.proxy.requests
-    assert m["list_requests"] == 1
-    assert m["files_pruned_by_partition"] > 0
-    assert m["footers_read"] == m["files"] - m["files_pruned_by_partition"]
-    got = sorted(plan.to_df().toArrow().column("id").to_pylist())
-    want = sorted(pqindex.scan(str(local), where=where).to_arrow().column("id").to_pylist())
-    assert got == want and got
-
-
-@pytest.mark.spark
-def test_spark_takes_credentials_from_s3a_settings(
-    spark: Any, s3: S3Server, sorted_file: tuple[str, Path]
-) -> None:
-    import pqindex.spark
-
-    url, _ = sorted_file
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    settings = {
-        "fs.s3a.access.key": "testing",
-        "fs.s3a.secret.key": "testing",
-        "fs.s3a.endpoint": s3.proxy.endpoint.removeprefix("http://"),
-        "fs.s3a.connection.ssl.enabled": "false",
-        "fs.s3a.path.style.access": "true",
-        "fs.s3a.endpoint.region": "us-east-1",
-    }
-    for k, v in settings.items():
-        conf.set(k, v)
-    try:
-        df = pqindex.spark.read(spark, url.replace("s3://", "s3a://"), "id IN (3, 150000)")
-        assert sorted(r.id for r in df.collect()) == [3, 150000]
-    finally:
-        for k in settings:
-            conf.unset(k)
-
-
 def test_write_and_index_objects(s3: S3Server) -> None:
     """pqindex.write and add_indexes on s3:// replace the object in one put; reads use the
     embedded index."""
@@ -388,41 +316,6 @@ def test_write_and_index_objects(s3: S3Server) -> None:
     pqindex.write(table, with_index, indexes=[pqindex.BloomIndex("h")], storage_options=opts)
     assert [i["kind"] for i in pqindex.list_indexes(with_index, storage_options=opts)] == ["bloom"]
     assert pqindex.scan(with_index, where="h = 21", storage_options=opts).to_arrow().num_rows == 0
-
-
-@pytest.mark.spark
-def test_spark_writes_and_indexes_objects(spark: Any, s3: S3Server) -> None:
-    """pqindex.spark.write to s3a:// uploads each task's file whole and _SUCCESS last;
-    build_indexes rewrites every object; a second write refuses a non-empty prefix."""
-    import pqindex.spark
-
-    opts = s3.options()
-    url = f"s3a://{BUCKET}/spark-out"
-    df = spark.range(0, 5000).selectExpr("id", "cast(id % 7 as string) as k").repartition(3)
-    report = pqindex.spark.write(df, url, partition_by=["k"], storage_options=opts)
-    assert sum(r["rows"] for r in report) == 5000
-    assert all(r["file"].startswith(url + "/k=") for r in report)
-    keys = {
-        o["Key"]
-        for o in s3.client().list_objects_v2(Bucket=BUCKET, Prefix="spark-out/")["Contents"]
-    }
-    assert "spark-out/_SUCCESS" in keys
-    with pytest.raises(pqindex.InvalidArgumentError, match="not empty"):
-        pqindex.spark.write(df, url, storage_options=opts)
-
-    built = pqindex.spark.build_indexes(
-        spark, url, [pqindex.DistinctIndex("id")], storage_options=opts
-    ).collect()
-    assert len(built) == len(report) and all(r.error is None for r in built)
-    scan = pqindex.scan(url, where="id = 4242 AND k = '0'", storage_options=opts)
-    assert scan.to_arrow().column("id").to_pylist() == [4242]
-    again = pqindex.spark.build_indexes(
-        spark, url, [pqindex.DistinctIndex("id")], storage_options=opts
-    ).collect()
-    assert all(r.skipped for r in again)
-
-    pqindex.spark.write(df.limit(10), url, mode="overwrite", storage_options=opts)
-    assert pqindex.scan(url, storage_options=opts).to_arrow().num_rows == 10
 
 
 def test_partition_pruned_objects_are_never_opened(s3: S3Server, hive: tuple[str, Path]) -> None:
