@@ -19,6 +19,10 @@ Source = StrPath | Sequence[StrPath]
 StorageOptions = Mapping[str, str | int | float | bool]
 
 __version__: str
+#: A scan's counter names, in the order ``Scan.metrics()`` gives them.
+METRIC_NAMES: list[str]
+#: The counters reading a scan's units adds to.
+READ_METRIC_NAMES: list[str]
 
 @final
 class Scan:

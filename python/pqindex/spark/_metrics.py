@@ -13,18 +13,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-#: Counters executors report: what reading the units cost.
-EXECUTOR_KEYS = (
-    "bytes_read",
-    "requests",
-    "pages_read",
-    "dictionary_pages_read",
-    "dictionary_pages_skipped",
-    "rows_scanned",
-    "rows_matched",
-    "footers_read",
-    "footer_cache_hits",
-)
+from pqindex import _native
+
+#: Counters executors report: what reading the units cost (named by the core).
+EXECUTOR_KEYS: tuple[str, ...] = tuple(_native.READ_METRIC_NAMES)
 METRICS_COLUMN = "__pqindex_metrics"
 
 

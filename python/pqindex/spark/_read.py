@@ -319,20 +319,14 @@ class SparkScan:
         return {}
 
     def metrics(self) -> dict[str, int]:
-        """Planning counters, and reading counters from wherever the rows were read.
-        ``bytes_read`` counts the driver's planning reads plus the executors' reads."""
+        """Planning counters, and reading counters from wherever the rows were read: the
+        reading counters (``bytes_read``, ``requests``, ``footers_read``, ...) add the
+        driver's (planning, or a read on the driver) and the executors'."""
         plan = self._plan.metrics()
         executors = self.executor_metrics()
         out = dict(plan)
-        for key in (
-            "pages_read",
-            "dictionary_pages_read",
-            "dictionary_pages_skipped",
-            "rows_scanned",
-            "rows_matched",
-        ):
+        for key in EXECUTOR_KEYS:
             out[key] = plan.get(key, 0) + executors.get(key, 0)
-        out["bytes_read"] = plan["bytes_read"] + executors.get("bytes_read", 0)
         out["executor_bytes_read"] = executors.get("bytes_read", 0)
         out["selected_bytes"] = self.selected_bytes
         return out

@@ -31,6 +31,8 @@ pub use error::{Error, Result};
 
 /// The names of a scan's counters, in the order `Scan::metrics` gives them.
 pub const METRIC_NAMES: &[&str] = plan::Metrics::NAMES;
+/// The counters reading a scan's units adds to (what Spark's executors report back).
+pub const READ_METRIC_NAMES: &[&str] = plan::Metrics::READING;
 
 pub use predicate::keys::KeySpec;
 pub use query::aggregate::{aggregate, AggregateOptions, Aggregation};

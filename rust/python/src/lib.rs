@@ -20,6 +20,13 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     allocator::keep_freed_memory();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // A scan's counter names, and those reading its units adds to (Spark's executors
+    // report these back to the driver).
+    m.add("METRIC_NAMES", pqindex_core::METRIC_NAMES.to_vec())?;
+    m.add(
+        "READ_METRIC_NAMES",
+        pqindex_core::READ_METRIC_NAMES.to_vec(),
+    )?;
     m.add_class::<scan::PyScan>()?;
     m.add_class::<metadata::PyFileMetadata>()?;
     m.add_class::<aggregate::PyAggregation>()?;

@@ -37,28 +37,43 @@ impl PartialEq for Counter {
     }
 }
 
-/// Declares a struct of counters with `add` (field by field), `values` (name, value in
-/// declaration order) and `NAMES`.
+/// Declares a struct of counters in two groups, planning and reading, with `add` (field by
+/// field), `values` (name, value in declaration order), `NAMES` and `READING` (the names of
+/// the counters reading units adds to: what Spark's executors report back).
 macro_rules! counters {
-    ($(#[$meta:meta])* $vis:vis struct $name:ident { $($(#[$doc:meta])* $field:ident,)* }) => {
+    (
+        $(#[$meta:meta])* $vis:vis struct $name:ident {
+            planning { $($(#[$pdoc:meta])* $plan:ident,)* }
+            reading { $($(#[$rdoc:meta])* $read:ident,)* }
+        }
+    ) => {
         $(#[$meta])*
         #[derive(Debug, Default, Clone, PartialEq)]
         $vis struct $name {
-            $($(#[$doc])* pub $field: Counter,)*
+            $($(#[$pdoc])* pub $plan: Counter,)*
+            $($(#[$rdoc])* pub $read: Counter,)*
         }
 
         impl $name {
             /// Every counter's name, in the order `values` gives them.
-            pub const NAMES: &'static [&'static str] = &[$(stringify!($field)),*];
+            pub const NAMES: &'static [&'static str] =
+                &[$(stringify!($plan),)* $(stringify!($read)),*];
+
+            /// The counters reading a scan's units adds to.
+            pub const READING: &'static [&'static str] = &[$(stringify!($read)),*];
 
             /// Add every counter of `other` to this one's.
             pub fn add(&self, other: &$name) {
-                $(self.$field.add(other.$field.get());)*
+                $(self.$plan.add(other.$plan.get());)*
+                $(self.$read.add(other.$read.get());)*
             }
 
             /// (name, value) of every counter, in declaration order.
             pub fn values(&self) -> Vec<(&'static str, u64)> {
-                vec![$((stringify!($field), self.$field.get())),*]
+                vec![
+                    $((stringify!($plan), self.$plan.get()),)*
+                    $((stringify!($read), self.$read.get())),*
+                ]
             }
         }
     };
@@ -67,53 +82,57 @@ macro_rules! counters {
 counters! {
     /// What planning pruned and what reading fetched, summed over files and units.
     pub struct Metrics {
-        /// Files listed.
-        files,
-        /// Files with nothing left to read.
-        files_pruned,
-        files_pruned_by_partition,
-        row_groups,
-        row_groups_pruned_by_stats,
-        row_groups_pruned_by_bloom,
-        row_groups_pruned_by_page_index,
-        /// Pages of the needed columns in kept row groups.
-        pages,
-        pages_pruned,
-        pages_read,
-        dictionary_pages_read,
-        /// Dictionary pages not read because no selected page of their chunk uses them.
-        dictionary_pages_skipped,
-        rows_selected,
-        rows_scanned,
-        rows_matched,
-        units,
-        units_read,
-        /// Groups of columns read side by side by a unit's spare threads.
-        column_groups_read,
-        footers_read,
-        footer_cache_hits,
-        page_indexes_read,
-        bloom_filters_read,
-        files_pruned_by_index,
-        row_groups_pruned_by_index,
-        /// Rows the page index left that embedded page-level indexes ruled out.
-        rows_pruned_by_index,
-        indexes_read,
-        /// Bytes of embedded indexes fetched for planning (part of bytes_read).
-        index_bytes_read,
-        indexes_skipped,
-        files_pruned_by_catalog,
-        /// Files a table's own per-file statistics ruled out.
-        files_pruned_by_table_stats,
-        /// Rows a table's deletes removed from the selection.
-        rows_deleted,
-        /// Kept files whose footer came from the catalog.
-        footers_from_catalog,
-        /// Files the catalog does not describe as they are now (added or changed since).
-        files_not_in_catalog,
-        bytes_read,
-        requests,
-        list_requests,
+        planning {
+            /// Files listed.
+            files,
+            /// Files with nothing left to read.
+            files_pruned,
+            files_pruned_by_partition,
+            row_groups,
+            row_groups_pruned_by_stats,
+            row_groups_pruned_by_bloom,
+            row_groups_pruned_by_page_index,
+            /// Pages of the needed columns in kept row groups.
+            pages,
+            pages_pruned,
+            rows_selected,
+            units,
+            page_indexes_read,
+            bloom_filters_read,
+            files_pruned_by_index,
+            row_groups_pruned_by_index,
+            /// Rows the page index left that embedded page-level indexes ruled out.
+            rows_pruned_by_index,
+            indexes_read,
+            /// Bytes of embedded indexes fetched for planning (part of bytes_read).
+            index_bytes_read,
+            indexes_skipped,
+            files_pruned_by_catalog,
+            /// Files a table's own per-file statistics ruled out.
+            files_pruned_by_table_stats,
+            /// Rows a table's deletes removed from the selection.
+            rows_deleted,
+            /// Kept files whose footer came from the catalog.
+            footers_from_catalog,
+            /// Files the catalog does not describe as they are now (added or changed since).
+            files_not_in_catalog,
+            list_requests,
+        }
+        reading {
+            pages_read,
+            dictionary_pages_read,
+            /// Dictionary pages not read because no selected page of their chunk uses them.
+            dictionary_pages_skipped,
+            rows_scanned,
+            rows_matched,
+            units_read,
+            /// Groups of columns read side by side by a unit's spare threads.
+            column_groups_read,
+            footers_read,
+            footer_cache_hits,
+            bytes_read,
+            requests,
+        }
     }
 }
 
@@ -133,6 +152,8 @@ mod tests {
         assert_eq!(values[0], ("files", 5));
         assert_eq!(values.len(), Metrics::NAMES.len());
         assert!(values.contains(&("pages_read", 1)));
+        assert!(Metrics::READING.iter().all(|n| Metrics::NAMES.contains(n)));
+        assert!(Metrics::READING.contains(&"bytes_read") && !Metrics::READING.contains(&"files"));
         assert_eq!(a.clone(), a);
     }
 }
