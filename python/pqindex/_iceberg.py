@@ -176,8 +176,7 @@ def _metadata_error(table: Any, e: Exception) -> Exception:
     if isinstance(e, FileNotFoundError):
         return NotFoundError(f"Iceberg table {_name(table)}: a metadata file is missing: {e}")
     return SourceError(
-        f"Iceberg table {_name(table)}: its manifests cannot be read "
-        f"({type(e).__name__}: {e})"
+        f"Iceberg table {_name(table)}: its manifests cannot be read ({type(e).__name__}: {e})"
     )
 
 
