@@ -19,6 +19,7 @@ echo "== ruff / mypy"
 .venv/bin/ruff check python tests benches scripts
 .venv/bin/ruff format --check python tests benches scripts
 .venv/bin/mypy
+.venv/bin/python -m mypy.stubtest pqindex._native --allowlist python/stubtest-allowlist.txt
 
 echo "== pytest"
 .venv/bin/python -m pytest -q --spark "$@"
