@@ -65,3 +65,99 @@ impl FileCatalog for Catalog {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::CatalogColumn;
+    use crate::metadata::MetadataCache;
+    use crate::query::binding::Binding;
+    use crate::testing::{int64s, strings, write_file, Layout};
+
+    /// Three files of disjoint `k` ranges and disjoint `s` values, catalogued with bounds
+    /// on `k` and a bloom filter on `s`.
+    fn catalogued(dir: &std::path::Path) -> (Catalog, Vec<String>) {
+        let paths: Vec<String> = (0..3)
+            .map(|i| {
+                let s = (0..100).map(|j| Some(format!("f{i}-{j}")));
+                write_file(
+                    dir,
+                    &format!("part-{i}.parquet"),
+                    vec![("k", int64s(i * 100..(i + 1) * 100)), ("s", strings(s))],
+                    Layout::default(),
+                )
+            })
+            .collect();
+        let columns = [
+            CatalogColumn {
+                name: "k".into(),
+                bloom: false,
+                fpp: 0.01,
+            },
+            CatalogColumn {
+                name: "s".into(),
+                bloom: true,
+                fpp: 0.01,
+            },
+        ];
+        let cache = MetadataCache::new(1 << 20);
+        let (catalog, _) =
+            Catalog::build(&dir.to_string_lossy(), &columns, &cache, &|_, _| Ok(())).unwrap();
+        (catalog, paths)
+    }
+
+    fn identity(path: &str) -> FileIdentity {
+        FileIdentity::of_metadata(path, &std::fs::metadata(path).unwrap())
+    }
+
+    #[test]
+    fn bounds_and_blooms_rule_files_out_and_footers_come_along() {
+        let dir = tempfile::tempdir().unwrap();
+        let (catalog, paths) = catalogued(dir.path());
+        let cache = MetadataCache::new(1 << 20);
+        let md = crate::metadata::read_metadata(&paths[0], true, &cache)
+            .unwrap()
+            .metadata;
+        let binding = Binding::of(&md, &paths[0], Vec::new()).unwrap();
+        let descr = md.file_metadata().schema_descr();
+        let answers = |text: &str| -> Vec<Option<bool>> {
+            let pred = binding.bind_where(Some(text), 0).unwrap().unwrap();
+            paths
+                .iter()
+                .map(|p| {
+                    let mut d = catalog.describe(p, &identity(p), descr).unwrap();
+                    let footer = d.footer().expect("the catalog keeps footers").unwrap();
+                    assert_eq!(footer.file_metadata().num_rows(), 100);
+                    d.file(&pred).unwrap()
+                })
+                .collect()
+        };
+        assert_eq!(answers("k = 150"), [Some(false), Some(true), Some(false)]);
+        assert_eq!(answers("k >= 200"), [Some(false), Some(false), Some(true)]);
+        // Bounds of `s` overlap ("f0-..".."f2-.."); the bloom filters tell files apart.
+        let s = answers("s = 'f1-42'");
+        assert_eq!(s[1], Some(true));
+        assert!(s[0] == Some(false) || s[2] == Some(false), "{s:?}");
+    }
+
+    #[test]
+    fn a_file_changed_since_the_build_is_not_described() {
+        let dir = tempfile::tempdir().unwrap();
+        let (catalog, paths) = catalogued(dir.path());
+        let cache = MetadataCache::new(1 << 20);
+        let md = crate::metadata::read_metadata(&paths[0], true, &cache)
+            .unwrap()
+            .metadata;
+        let mut changed = identity(&paths[0]);
+        changed.size += 1;
+        let descr = md.file_metadata().schema_descr();
+        assert!(catalog.describe(&paths[0], &changed, descr).is_none());
+        assert!(catalog
+            .describe(
+                &dir.path().join("new.parquet").to_string_lossy(),
+                &changed,
+                descr
+            )
+            .is_none());
+    }
+}

@@ -414,3 +414,67 @@ impl FileIndexEvidence for EmbeddedIndexes {
             .then(|| Box::new(indexes) as Box<dyn Evidence>)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::build::add_indexes;
+    use crate::index::locator::Granularity;
+    use crate::index::spec::IndexSpec;
+    use crate::io::IoStats;
+    use crate::metadata::MetadataCache;
+    use crate::query::binding::Binding;
+    use crate::testing::{int64s, write_file, Layout};
+    use std::sync::Arc;
+
+    /// `u` unsorted over 2 row groups of 1,000 rows in 100-row pages, with a page-level
+    /// distinct index on `u`; each value appears once.
+    fn indexed(dir: &std::path::Path) -> String {
+        let u = int64s((0..2000).map(|i| (i * 7919) % 2000));
+        let path = write_file(
+            dir,
+            "u.parquet",
+            vec![("u", u)],
+            Layout {
+                row_group_size: 1000,
+                page_rows: Some(100),
+                bloom: &[],
+            },
+        );
+        let spec = IndexSpec::new("distinct", "u", Some(Granularity::Page), &[]).unwrap();
+        add_indexes(&path, &[spec]).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_page_index_answers_for_the_file_its_row_groups_and_its_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = indexed(dir.path());
+        let md = crate::metadata::read_metadata(&path, true, &MetadataCache::new(1 << 20))
+            .unwrap()
+            .metadata;
+        let file = StorageFile::open(&path, Arc::new(IoStats::default())).unwrap();
+        let mut indexes = FileIndexes::new(&file, &md);
+        assert!(!indexes.is_empty() && indexes.warnings.is_empty());
+        let binding = Binding::of(&md, &path, Vec::new()).unwrap();
+        let bind = |t: &str| binding.bind_where(Some(t), 0).unwrap().unwrap();
+
+        // Row 1234 holds u = (1234 * 7919) % 2000: row group 1, its page 2.
+        let value = (1234 * 7919) % 2000;
+        let needle = bind(&format!("u = {value}"));
+        assert_eq!(indexes.file(&needle).unwrap(), Some(true));
+        assert_eq!(indexes.row_group(0, &needle).unwrap(), Some(false));
+        assert_eq!(indexes.row_group(1, &needle).unwrap(), Some(true));
+        let rows = indexes
+            .rows(1, &needle)
+            .unwrap()
+            .expect("a page-level answer");
+        assert_eq!(rows.ranges(), &[200..300], "the page holding row 234");
+
+        let absent = bind("u = 5000");
+        assert_eq!(indexes.file(&absent).unwrap(), Some(false));
+        // A leaf on no indexed column gets no answer.
+        assert_eq!(indexes.row_group(0, &bind("u IS NULL")).unwrap(), None);
+        assert!(indexes.report().read > 0);
+    }
+}

@@ -80,3 +80,90 @@ impl FileCatalog for TableStats {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::predicate::Value;
+    use crate::query::binding::Binding;
+    use crate::table::{ColumnStats, TableFormat};
+    use arrow_schema::{DataType, Field, Schema};
+
+    /// Two files: `k` in 0..=99 with no NULLs, and `k` in 100..=199 with 5 NULLs of 50
+    /// rows; a third file records nothing.
+    fn snapshot() -> (Arc<TableSnapshot>, Binding) {
+        let schema = Schema::new(vec![Field::new("k", DataType::Int64, true)]);
+        let file = |path: &str, stats: Option<(i64, i64, u64)>| TableFile {
+            path: path.into(),
+            size: 100,
+            modified_ms: 0,
+            records: Some(50),
+            partition_values: Vec::new(),
+            stats: stats
+                .map(|(min, max, nulls)| {
+                    vec![ColumnStats {
+                        path: vec!["k".into()],
+                        min: Some(Value::Int(min.into())),
+                        max: Some(Value::Int(max.into())),
+                        null_count: Some(nulls),
+                    }]
+                })
+                .unwrap_or_default(),
+            deleted: None,
+            identity_columns: Vec::new(),
+        };
+        let snapshot = TableSnapshot {
+            format: TableFormat::Delta,
+            root: "t".into(),
+            version: 0,
+            schema: Arc::new(schema.clone()),
+            partitions: Vec::new(),
+            files: vec![
+                file("a", Some((0, 99, 0))),
+                file("b", Some((100, 199, 5))),
+                file("c", None),
+            ],
+            index_files: Vec::new(),
+        };
+        (
+            Arc::new(snapshot),
+            Binding::of_table(&schema, Vec::new()).unwrap(),
+        )
+    }
+
+    fn answers(text: &str) -> Vec<Option<bool>> {
+        let (snapshot, binding) = snapshot();
+        let stats = TableStats::new(snapshot.clone());
+        let pred = binding.bind_where(Some(text), 0).unwrap().unwrap();
+        let descr = binding.bind_schema().parquet;
+        snapshot
+            .files
+            .iter()
+            .map(|f| {
+                let mut d = stats
+                    .describe(&f.path, &f.identity(), descr)
+                    .expect("every file of the snapshot is described");
+                assert!(d.footer().is_none(), "a table's log holds no footer");
+                d.file(&pred).unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn recorded_bounds_and_null_counts_rule_files_out() {
+        assert_eq!(answers("k = 150"), [Some(false), Some(true), None]);
+        assert_eq!(answers("k < 100"), [Some(true), Some(false), None]);
+        assert_eq!(answers("k IS NULL"), [Some(false), Some(true), None]);
+        assert_eq!(answers("k IS NOT NULL"), [Some(true), Some(true), None]);
+    }
+
+    #[test]
+    fn files_outside_the_snapshot_are_not_described() {
+        let (snapshot, binding) = snapshot();
+        let identity = snapshot.files[0].identity();
+        let stats = TableStats::new(snapshot);
+        assert!(stats
+            .describe("elsewhere", &identity, binding.bind_schema().parquet)
+            .is_none());
+    }
+}
