@@ -469,7 +469,11 @@ mod tests {
             .rows(1, &needle)
             .unwrap()
             .expect("a page-level answer");
-        assert_eq!(rows.ranges(), &[200..300], "the page holding row 234");
+        assert_eq!(
+            rows.ranges(),
+            std::slice::from_ref(&(200..300)),
+            "the page of row 234"
+        );
 
         let absent = bind("u = 5000");
         assert_eq!(indexes.file(&absent).unwrap(), Some(false));
