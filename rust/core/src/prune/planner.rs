@@ -156,13 +156,108 @@ impl FilePlan {
     }
 }
 
-/// Plan one file.
+/// Plan one file: each stage narrows the file's access plan; a stage that leaves nothing
+/// ends planning there.
 pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
     let m = Metrics::default();
     m.files.set(1);
-    let path = f.path;
-    // 1. Partition values. Binding copies the predicate: only files with values need it.
-    let predicate: Option<Cow<Predicate>> = ctx.predicate.map(|p| {
+    let mut warnings = Vec::new();
+    // 1. Partition values.
+    let Some(predicate) = with_partition_values(f, ctx.predicate) else {
+        m.files_pruned_by_partition.set(1);
+        let summary = format!("{}: pruned by {}", f.path, Source::Partition.what());
+        return Ok(FilePlan::pruned(m, summary, warnings));
+    };
+    let pred = predicate.as_deref();
+    // 2. The catalog's (or the table's) description.
+    if let Some(summary) = described(f, ctx, pred, &m, &mut warnings)? {
+        return Ok(FilePlan::pruned(m, summary, warnings));
+    }
+    // 3. The footer, in the scan's terms.
+    let (file, md) = open_footer(f, ctx, &m)?;
+    let (adapted, columns) = adapt(f, ctx, &file, &md, pred)?;
+    let pred = adapted
+        .as_ref()
+        .filter(|p| **p != Predicate::Const(Some(true)));
+    m.row_groups.set(md.num_row_groups() as u64);
+    if matches!(pred, Some(Predicate::Const(_))) {
+        let summary = format!("{}: no row can match (columns it lacks are NULL)", f.path);
+        return Ok(FilePlan::pruned(m, summary, warnings));
+    }
+    let rows = md
+        .row_groups()
+        .iter()
+        .map(|g| g.num_rows().max(0) as u64)
+        .collect();
+    let mut access = AccessPlan::new(rows);
+    // Opened now, so that indexes it cannot use are reported whatever prunes the file.
+    let mut indexes = ctx.indexes.open(&file, &md);
+    let mut paged = md.clone();
+    if let Some(pred) = pred {
+        let mut statistics = FooterStatistics::new(&md);
+        for rg in 0..access.row_groups() {
+            if !row_group_may_match(pred, rg, &mut [&mut statistics])? {
+                m.row_groups_pruned_by_stats.incr();
+                access.skip(rg);
+            }
+        }
+        if !access.kept().is_empty() {
+            // 4. Fetch what the finer stages read; embedded indexes may rule out the file.
+            prefetch(pred, &file, &md, &access, indexes.as_deref(), &m)?;
+            if let Some(ix) = indexes.as_deref_mut() {
+                ix.prepare(&pred.leaves())?;
+                if !file_may_match(pred, &mut [ix])? {
+                    m.row_groups_pruned_by_index.set(access.kept().len() as u64);
+                    let report = ix.report();
+                    record_report(&m, &report, &mut warnings);
+                    m.files_pruned_by_index.set(1);
+                    let used = report.used.join(" and ");
+                    let summary = format!("{}: pruned by embedded {used} index", f.path);
+                    return Ok(FilePlan::pruned(m, summary, warnings));
+                }
+            }
+            // 5. Row groups by Parquet bloom filters, then by embedded indexes.
+            let mut blooms = ParquetBlooms::new(&file, &md, &m.bloom_filters_read)
+                .without(answered(pred, indexes.as_deref()));
+            for rg in access.kept() {
+                if !row_group_may_match(pred, rg, &mut [&mut statistics, &mut blooms])? {
+                    m.row_groups_pruned_by_bloom.incr();
+                    access.skip(rg);
+                    continue;
+                }
+                if let Some(ix) = indexes.as_deref_mut() {
+                    if !row_group_may_match(pred, rg, &mut [&mut statistics, &mut blooms, ix])? {
+                        m.row_groups_pruned_by_index.incr();
+                        access.skip(rg);
+                    }
+                }
+            }
+            // 6. Rows, by the page index and embedded page-level indexes.
+            paged = narrow_rows(
+                pred,
+                ctx,
+                &file,
+                md.clone(),
+                &mut access,
+                indexes.as_deref_mut(),
+                &m,
+            )?;
+        }
+    }
+    // 7. What is left.
+    let report = indexes.as_deref().map(|ix| ix.report());
+    units_of(
+        f, ctx, &file, paged, pred, access, report, m, warnings, columns,
+    )
+}
+
+/// The scan's predicate with the file's partition values folded in (only files with
+/// values need a copy); `None` when the values rule the file out.
+fn with_partition_values<'p>(
+    f: &FileToPlan,
+    predicate: Option<&'p Predicate>,
+) -> Option<Option<Cow<'p, Predicate>>> {
+    let predicate: Option<Cow<Predicate>> = predicate.map(|p| {
         if f.partition_values.is_empty() {
             Cow::Borrowed(p)
         } else {
@@ -173,57 +268,71 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
         predicate.as_deref(),
         Some(Predicate::Const(Some(false)) | Predicate::Const(None))
     ) {
-        m.files_pruned_by_partition.set(1);
-        let summary = format!("{path}: pruned by {}", Source::Partition.what());
-        return Ok(FilePlan::pruned(m, summary, Vec::new()));
+        return None;
     }
-    let predicate = predicate.filter(|p| **p != Predicate::Const(Some(true)));
-    let pred = predicate.as_deref();
+    Some(predicate.filter(|p| **p != Predicate::Const(Some(true))))
+}
 
-    // 2. The catalog's (or the table's) description.
-    let mut warnings = Vec::new();
-    if let Some(catalog) = ctx.catalog {
-        match catalog.describe(path, f.identity, ctx.descr) {
-            Some(mut described) => {
-                let source = described.source();
-                if let Some(p) = pred {
-                    if !file_may_match(p, &mut [described.as_mut()])? {
-                        match source {
-                            Source::TableStats => m.files_pruned_by_table_stats.set(1),
-                            _ => m.files_pruned_by_catalog.set(1),
-                        }
-                        let summary = format!("{path}: pruned by {}", source.what());
-                        return Ok(FilePlan::pruned(m, summary, warnings));
-                    }
-                }
-                if source == Source::Catalog {
-                    if ctx.cache.contains(f.identity) {
-                        m.footers_from_catalog.set(1);
-                    } else {
-                        match described.footer() {
-                            Some(Ok(md)) => {
-                                ctx.cache.seed(f.identity.clone(), Arc::new(md), true);
-                                m.footers_from_catalog.set(1);
-                            }
-                            Some(Err(e)) => {
-                                warnings.push(format!(
-                                    "{path}: the catalog's footer is unusable ({e}); read from the file"
-                                ));
-                                m.files_not_in_catalog.set(1);
-                            }
-                            None => m.files_not_in_catalog.set(1),
-                        }
-                    }
-                }
+/// Stage 2: what a catalog (or a table's log) says of the file before it is opened. Its
+/// summary when that rules the file out; otherwise the footer it carries goes to the
+/// metadata cache.
+fn described(
+    f: &FileToPlan,
+    ctx: &PlanContext,
+    pred: Option<&Predicate>,
+    m: &Metrics,
+    warnings: &mut Vec<String>,
+) -> Result<Option<String>> {
+    let path = f.path;
+    let Some(catalog) = ctx.catalog else {
+        return Ok(None);
+    };
+    let Some(mut described) = catalog.describe(path, f.identity, ctx.descr) else {
+        m.files_not_in_catalog.set(1);
+        return Ok(None);
+    };
+    let source = described.source();
+    if let Some(p) = pred {
+        if !file_may_match(p, &mut [described.as_mut()])? {
+            match source {
+                Source::TableStats => m.files_pruned_by_table_stats.set(1),
+                _ => m.files_pruned_by_catalog.set(1),
             }
-            None => m.files_not_in_catalog.set(1),
+            return Ok(Some(format!("{path}: pruned by {}", source.what())));
         }
     }
+    if source == Source::Catalog {
+        if ctx.cache.contains(f.identity) {
+            m.footers_from_catalog.set(1);
+        } else {
+            match described.footer() {
+                Some(Ok(md)) => {
+                    ctx.cache.seed(f.identity.clone(), Arc::new(md), true);
+                    m.footers_from_catalog.set(1);
+                }
+                Some(Err(e)) => {
+                    warnings.push(format!(
+                        "{path}: the catalog's footer is unusable ({e}); read from the file"
+                    ));
+                    m.files_not_in_catalog.set(1);
+                }
+                None => m.files_not_in_catalog.set(1),
+            }
+        }
+    }
+    Ok(None)
+}
 
-    // 3. The footer.
+/// Stage 3: the file opened (or the one already open) and its footer, from the cache
+/// when it holds it.
+fn open_footer(
+    f: &FileToPlan,
+    ctx: &PlanContext,
+    m: &Metrics,
+) -> Result<(StorageFile, Arc<ParquetMetaData>)> {
     let file = match ctx.opened {
-        Some(o) if o.path() == path && o.identity().as_ref() == f.identity => o.clone(),
-        _ => StorageFile::open_listed(path, f.identity, ctx.io.clone())?,
+        Some(o) if o.path() == f.path && o.identity().as_ref() == f.identity => o.clone(),
+        _ => StorageFile::open_listed(f.path, f.identity, ctx.io.clone())?,
     };
     let (md, outcome) = ctx.cache.get(&file, false)?;
     if outcome.footer_hit {
@@ -234,144 +343,85 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
     if outcome.page_index_loaded {
         m.page_indexes_read.incr();
     }
-    // A table's file is read in the table's terms; any other must have the scan's schema.
-    let (adapted, columns) = match ctx.adapter {
+    Ok((file, md))
+}
+
+/// The predicate in the file's terms: a table's file is read in the table's terms (its
+/// columns mapped); any other file must have the scan's schema.
+fn adapt(
+    f: &FileToPlan,
+    ctx: &PlanContext,
+    file: &StorageFile,
+    md: &ParquetMetaData,
+    pred: Option<&Predicate>,
+) -> Result<(Option<Predicate>, Option<Arc<ColumnMap>>)> {
+    match ctx.adapter {
         Some(adapter) => {
             if file.identity().size != f.identity.size {
                 return Err(Error::Source(format!(
-                    "{path}: the table records {} bytes, the file has {}; the table is damaged or the file was replaced",
+                    "{}: the table records {} bytes, the file has {}; the table is damaged or the file was replaced",
+                    f.path,
                     f.identity.size,
                     file.identity().size
                 )));
             }
-            let (p, map) = adapter.adapt(path, pred, &md)?;
-            (p, Some(map))
+            let (p, map) = adapter.adapt(f.path, pred, md)?;
+            Ok((p, Some(map)))
         }
         None => {
-            check_schema(path, &md, ctx.schema)?;
-            (pred.cloned(), None)
+            check_schema(f.path, md, ctx.schema)?;
+            Ok((pred.cloned(), None))
         }
-    };
-    let pred = adapted
-        .as_ref()
-        .filter(|p| **p != Predicate::Const(Some(true)));
-    if matches!(pred, Some(Predicate::Const(_))) {
-        m.row_groups.set(md.num_row_groups() as u64);
-        let summary = format!("{path}: no row can match (columns it lacks are NULL)");
-        return Ok(FilePlan::pruned(m, summary, warnings));
     }
-    m.row_groups.set(md.num_row_groups() as u64);
-    let rows: Vec<u64> = md
-        .row_groups()
-        .iter()
-        .map(|g| g.num_rows().max(0) as u64)
-        .collect();
-    let mut access = AccessPlan::new(rows);
-    // Opened now, so that indexes it cannot use are reported whatever prunes the file.
-    let mut indexes = ctx.indexes.open(&file, &md);
+}
 
-    let Some(pred) = pred else {
-        let report = indexes.as_deref().map(|ix| ix.report());
-        return units_of(
-            f,
-            ctx,
-            &file,
-            md.clone(),
-            None,
-            access,
-            report,
-            m,
-            warnings,
-            columns,
-        );
-    };
-    let mut statistics = FooterStatistics::new(&md);
-    for rg in 0..access.row_groups() {
-        if !row_group_may_match(pred, rg, &mut [&mut statistics])? {
-            m.row_groups_pruned_by_stats.incr();
-            access.skip(rg);
-        }
+/// Stage 4: fetch in one go what the finer stages read for the kept row groups (column
+/// indexes, Parquet blooms, embedded index heads). Parquet blooms are not read for
+/// columns an embedded lookup index answers for.
+fn prefetch(
+    pred: &Predicate,
+    file: &StorageFile,
+    md: &ParquetMetaData,
+    access: &AccessPlan,
+    indexes: Option<&dyn Evidence>,
+    m: &Metrics,
+) -> Result<()> {
+    let leaves: Vec<usize> = pred.columns().iter().filter_map(|c| c.leaf).collect();
+    let kept = access.kept();
+    let mut ranges = ColumnIndexes::new(md).planning_ranges(&leaves, &kept);
+    ranges.extend(
+        ParquetBlooms::new(file, md, &m.bloom_filters_read)
+            .without(answered(pred, indexes))
+            .planning_ranges(&leaves, &kept),
+    );
+    if let Some(ix) = indexes {
+        ranges.extend(ix.planning_ranges(&leaves, &kept));
     }
-    if access.kept().is_empty() {
-        let report = indexes.as_deref().map(|ix| ix.report());
-        return units_of(
-            f,
-            ctx,
-            &file,
-            md.clone(),
-            Some(pred),
-            access,
-            report,
-            m,
-            warnings,
-            columns,
-        );
-    }
+    let size = file.identity().size;
+    ranges.retain(|r| r.end <= size);
+    file.prefetch(ranges)
+}
 
-    // 4. Fetch what the finer stages read, then let embedded indexes rule out the file.
-    // Parquet blooms are not read for columns an embedded lookup index answers for; which
-    // ones is known for sure once the indexes are open (a damaged one is skipped).
-    let answered =
-        |ix: Option<&dyn Evidence>| ix.map(|ix| answered_columns(pred, ix)).unwrap_or_default();
-    {
-        let leaves: Vec<usize> = pred.columns().iter().filter_map(|c| c.leaf).collect();
-        let kept = access.kept();
-        let mut ranges = ColumnIndexes::new(&md).planning_ranges(&leaves, &kept);
-        ranges.extend(
-            ParquetBlooms::new(&file, &md, &m.bloom_filters_read)
-                .without(answered(indexes.as_deref()))
-                .planning_ranges(&leaves, &kept),
-        );
-        if let Some(ix) = &indexes {
-            ranges.extend(ix.planning_ranges(&leaves, &kept));
-        }
-        let size = file.identity().size;
-        ranges.retain(|r| r.end <= size);
-        file.prefetch(ranges)?;
-    }
-    if let Some(ix) = indexes.as_deref_mut() {
-        ix.prepare(&pred.leaves())?;
-        if !file_may_match(pred, &mut [ix])? {
-            m.row_groups_pruned_by_index.set(access.kept().len() as u64);
-            let report = ix.report();
-            record_report(&m, &report, &mut warnings);
-            m.files_pruned_by_index.set(1);
-            let summary = format!(
-                "{path}: pruned by embedded {} index",
-                report.used.join(" and ")
-            );
-            return Ok(FilePlan::pruned(m, summary, warnings));
-        }
-    }
-
-    let mut blooms =
-        ParquetBlooms::new(&file, &md, &m.bloom_filters_read).without(answered(indexes.as_deref()));
-
-    // 5. Row groups by Parquet bloom filters, then by embedded indexes.
-    for rg in access.kept() {
-        if !row_group_may_match(pred, rg, &mut [&mut statistics, &mut blooms])? {
-            m.row_groups_pruned_by_bloom.incr();
-            access.skip(rg);
-            continue;
-        }
-        if let Some(ix) = indexes.as_deref_mut() {
-            if !row_group_may_match(pred, rg, &mut [&mut statistics, &mut blooms, ix])? {
-                m.row_groups_pruned_by_index.incr();
-                access.skip(rg);
-            }
-        }
-    }
-
-    // 6. Rows: the page index, then embedded page-level indexes. The page index is loaded
-    // only when a row group is left to narrow.
+/// Stage 6: each kept row group narrowed to rows by the page index (loaded only now, when
+/// a row group is left to narrow), then by embedded page-level indexes. Returns the footer
+/// with its page index.
+fn narrow_rows(
+    pred: &Predicate,
+    ctx: &PlanContext,
+    file: &StorageFile,
+    md: Arc<ParquetMetaData>,
+    access: &mut AccessPlan,
+    mut indexes: Option<&mut (dyn Evidence + '_)>,
+    m: &Metrics,
+) -> Result<Arc<ParquetMetaData>> {
     let paged = if !access.kept().is_empty() && has_page_index(&md) {
-        let (loaded, outcome) = ctx.cache.get(&file, true)?;
+        let (loaded, outcome) = ctx.cache.get(file, true)?;
         if outcome.page_index_loaded {
             m.page_indexes_read.incr();
         }
         loaded
     } else {
-        md.clone()
+        md
     };
     let mut pages = ColumnIndexes::new(&paged);
     for rg in access.kept() {
@@ -391,19 +441,14 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
             m.row_groups_pruned_by_page_index.incr();
         }
     }
-    let report = indexes.as_deref().map(|ix| ix.report());
-    units_of(
-        f,
-        ctx,
-        &file,
-        paged,
-        Some(pred),
-        access,
-        report,
-        m,
-        warnings,
-        columns,
-    )
+    Ok(paged)
+}
+
+/// The leaf columns embedded indexes answer for (none without indexes).
+fn answered(pred: &Predicate, indexes: Option<&dyn Evidence>) -> Vec<usize> {
+    indexes
+        .map(|ix| answered_columns(pred, ix))
+        .unwrap_or_default()
 }
 
 /// Leaf columns whose every `=`/`IN` leaf an embedded index answers for at row-group level
