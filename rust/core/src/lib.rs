@@ -45,7 +45,7 @@ pub use catalog::{
 };
 pub use index::approx_distinct::{approx_distinct, DistinctEstimate};
 pub use index::build::{add_indexes, add_indexes_with, drop_indexes, drop_indexes_with};
-pub use index::journal::{recover, Recovery};
+pub use index::journal::{recover, recover_until, Recovery};
 pub use index::kind::{IndexKind, KindInfo, Param, ParamType, ParamValue};
 pub use index::locator::{locators as index_locators, Granularity, Locator};
 pub use index::registry::kinds as index_kinds;

@@ -189,7 +189,10 @@ pub fn add_indexes<'py>(
     let path = one_path(path, "add_indexes")?;
     let specs = definitions.0;
     let p = path.clone();
-    let r = run_blocking(py, move |_| core_add(&p, &specs, mode(in_place)))?.py()?;
+    let r = run_blocking(py, move |cancel| {
+        core_add(&p, &specs, mode(in_place), cancel)
+    })?
+    .py()?;
     report(py, &path, &r)
 }
 
@@ -214,7 +217,7 @@ pub fn drop_indexes<'py>(
         .transpose()
         .py()?;
     let p = path.clone();
-    let r = run_blocking(py, move |_| {
+    let r = run_blocking(py, move |cancel| {
         core_drop(
             &p,
             &|l: &Locator| {
@@ -223,6 +226,7 @@ pub fn drop_indexes<'py>(
                     && g.is_none_or(|g| g == l.granularity)
             },
             mode(in_place),
+            cancel,
         )
     })?
     .py()?;
@@ -241,7 +245,7 @@ fn mode(in_place: bool) -> RewriteMode {
 /// `"nothing"` (none was pending), `"discarded"` (it had not started) or `"completed"`.
 #[pyfunction]
 pub fn recover(py: Python<'_>, path: std::path::PathBuf) -> PyResult<&'static str> {
-    let done = run_blocking(py, move |_| pqindex_core::recover(&path))?.py()?;
+    let done = run_blocking(py, move |cancel| pqindex_core::recover_until(&path, cancel))?.py()?;
     Ok(match done {
         Recovery::Nothing => "nothing",
         Recovery::Discarded => "discarded",

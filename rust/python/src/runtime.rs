@@ -1,5 +1,12 @@
 //! One helper for every long call: release the GIL while the work runs on a thread of its
 //! own, and check for Ctrl-C while waiting, cancelling the work if the user interrupts.
+//!
+//! A cancelled call waits for its work to stop before it raises: work that writes (an
+//! index rewrite, a catalog version) removes its temporary file on the way out, and a
+//! process that exits on the KeyboardInterrupt would otherwise kill it half-way and leave
+//! the file behind (or, if the process goes on, let it finish a change the user
+//! interrupted). Work polls the flag often, so this wait is short; a second Ctrl-C stops
+//! waiting.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -7,6 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use pyo3::prelude::*;
+
+/// How often the waiting thread looks for Ctrl-C.
+const POLL: Duration = Duration::from_millis(50);
 
 /// Run `f` without the GIL; `f` gets a flag it should poll to stop early.
 pub fn run_blocking<T, F>(py: Python<'_>, f: F) -> PyResult<T>
@@ -41,17 +51,25 @@ where
         .map_err(|e| {
             pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start a thread: {e}"))
         })?;
-    loop {
-        let got = py.detach(|| {
+    let wait = |py: Python<'_>| {
+        py.detach(|| {
             rx.lock()
                 .map_err(|_| mpsc::RecvTimeoutError::Disconnected)
-                .and_then(|rx| rx.recv_timeout(Duration::from_millis(50)))
-        });
-        match got {
+                .and_then(|rx| rx.recv_timeout(POLL))
+        })
+    };
+    loop {
+        match wait(py) {
             Ok(v) => return Ok(v),
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(e) = py.check_signals().and_then(|()| tick(py)) {
                     cancel.store(true, Ordering::Relaxed);
+                    // Let the work stop and clean up; a second interrupt stops waiting.
+                    while let Err(mpsc::RecvTimeoutError::Timeout) = wait(py) {
+                        if py.check_signals().is_err() {
+                            break;
+                        }
+                    }
                     return Err(e);
                 }
             }

@@ -4,10 +4,17 @@
 //! current version. A new version is written beside the old ones and `CURRENT` is swung to
 //! it by rename, so a reader sees one whole version or the previous one, never a
 //! half-written catalog.
+//!
+//! Local writers of one catalog (builds and refreshes in any threads or processes) write
+//! their version under an advisory lock on the `_pqindex` directory: `CURRENT` never goes
+//! back to an older version, and old versions are removed only well behind it, so the
+//! version `CURRENT` names always exists. Readers take no lock.
 
 use std::fs::File;
 use std::io::Write;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -113,6 +120,34 @@ fn write_remote(
     Ok((PathBuf::from(format!("{dir}/{name}")), size))
 }
 
+/// A name for a temporary file in `dir` no other writer (thread or process) uses.
+fn temp_name(dir: &Path, name: &str) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!(".{name}.{}-{n}.tmp", std::process::id()))
+}
+
+/// Holds the catalog directory's writer lock (flock on the directory) until dropped;
+/// nothing where the file system cannot lock (writers then go as they did unlocked).
+struct DirLock {
+    _dir: Option<File>,
+}
+
+fn lock_dir(dir: &Path) -> DirLock {
+    let Ok(d) = File::open(dir) else {
+        return DirLock { _dir: None };
+    };
+    loop {
+        // SAFETY: flock on a descriptor this function owns; no memory is passed.
+        if unsafe { libc::flock(d.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return DirLock { _dir: Some(d) };
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return DirLock { _dir: None };
+        }
+    }
+}
+
 fn write_local(
     root: &Path,
     version: u64,
@@ -125,7 +160,7 @@ fn write_local(
     let batch = to_batch(columns, entries)?;
     let name = version_name(version);
     let target = dir.join(&name);
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let tmp = temp_name(&dir, &name);
     let columns_json = serde_json::to_string(columns).expect("columns serialise");
     let props = WriterProperties::builder()
         .set_key_value_metadata(Some(vec![
@@ -134,6 +169,13 @@ fn write_local(
             KeyValue::new("pqindex.catalog.columns".into(), columns_json),
         ]))
         .build();
+    let _lock = lock_dir(&dir);
+    // A writer that planned an older version than another has since made current writes
+    // its file but leaves `CURRENT` at the newer one.
+    let current = current(root, &IoStats::default())
+        .ok()
+        .flatten()
+        .map_or(0, |(v, _)| v);
     let write_file = || -> Result<()> {
         let file = File::create(&tmp).map_err(|e| Error::io(&tmp.to_string_lossy(), e))?;
         let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(props))?;
@@ -142,13 +184,19 @@ fn write_local(
         file.sync_all()
             .map_err(|e| Error::io(&tmp.to_string_lossy(), e))?;
         std::fs::rename(&tmp, &target).map_err(|e| Error::io(&target.to_string_lossy(), e))?;
+        if current > version {
+            return Ok(());
+        }
         // The pointer swings last: until then readers see the previous version whole.
-        let ptmp = dir.join(format!(".{POINTER}.{}.tmp", std::process::id()));
+        let ptmp = temp_name(&dir, POINTER);
         let mut p = File::create(&ptmp).map_err(|e| Error::io(&ptmp.to_string_lossy(), e))?;
         p.write_all(name.as_bytes())
             .and_then(|()| p.sync_all())
-            .map_err(|e| Error::io(&ptmp.to_string_lossy(), e))?;
-        std::fs::rename(&ptmp, dir.join(POINTER)).map_err(|e| Error::io(&shown, e))?;
+            .and_then(|()| std::fs::rename(&ptmp, dir.join(POINTER)))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&ptmp);
+                Error::io(&ptmp.to_string_lossy(), e)
+            })?;
         if let Ok(d) = File::open(&dir) {
             let _ = d.sync_all();
         }
@@ -158,7 +206,8 @@ fn write_local(
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    for old in version.saturating_sub(KEEP_OLD + 16)..version.saturating_sub(KEEP_OLD) {
+    let newest = version.max(current);
+    for old in newest.saturating_sub(KEEP_OLD + 16)..newest.saturating_sub(KEEP_OLD) {
         let _ = std::fs::remove_file(dir.join(version_name(old)));
     }
     Ok(target)

@@ -1,5 +1,12 @@
 //! Building embedded indexes over an existing file and adding them to it: each indexed
 //! column is read once, page by page, feeding every index defined on it.
+//!
+//! A change of a local file holds its writer lock (writer_lock.rs) from before the build
+//! to the rename, so concurrent changes of one file run one after the other and none is
+//! lost; every page read and every chunk copied first looks at the cancel flag, so a
+//! Ctrl-C stops a build promptly and leaves the file as it was.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Error, Result};
 use crate::index::column_values::for_each_page;
@@ -7,11 +14,21 @@ use crate::index::kind::IndexBuilder;
 use crate::index::locator::Locator;
 use crate::index::rewrite::{rewrite_indexes_with, AppendReport, NewIndex, RewriteMode};
 use crate::index::spec::IndexSpec;
+use crate::index::writer_lock;
 use crate::io::FileIdentity;
 
 /// Build the indexes `specs` define over the file at `path`, with the identity of the file
 /// they describe.
 pub fn build_indexes(path: &str, specs: &[IndexSpec]) -> Result<(FileIdentity, Vec<NewIndex>)> {
+    build_indexes_until(path, specs, &AtomicBool::new(false))
+}
+
+/// `build_indexes`, stopping with `Error::Cancelled` once `cancel` is set.
+pub fn build_indexes_until(
+    path: &str,
+    specs: &[IndexSpec],
+    cancel: &AtomicBool,
+) -> Result<(FileIdentity, Vec<NewIndex>)> {
     // A file holds one index per identity: of definitions sharing one, the last wins.
     let specs: Vec<&IndexSpec> = specs
         .iter()
@@ -37,6 +54,9 @@ pub fn build_indexes(path: &str, specs: &[IndexSpec]) -> Result<(FileIdentity, V
         let mut builders: Vec<Box<dyn IndexBuilder>> =
             defs.iter().map(|s| s.kind.builder(&s.settings)).collect();
         for_each_page(path, column, &mut |p| {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::Cancelled);
+            }
             for b in &mut builders {
                 b.page(p);
             }
@@ -57,41 +77,52 @@ pub fn build_indexes(path: &str, specs: &[IndexSpec]) -> Result<(FileIdentity, V
 /// Build `specs` over `path` and embed them, replacing indexes of the same identity. The
 /// file must not change between the build and the rewrite.
 pub fn add_indexes(path: &str, specs: &[IndexSpec]) -> Result<AppendReport> {
-    add_indexes_with(path, specs, RewriteMode::Copy)
+    add_indexes_with(path, specs, RewriteMode::Copy, &AtomicBool::new(false))
 }
 
-/// `add_indexes`, by copy or in place (local files only).
+/// `add_indexes`, by copy or in place (local files only), until `cancel` is set.
 pub fn add_indexes_with(
     path: &str,
     specs: &[IndexSpec],
     mode: RewriteMode,
+    cancel: &AtomicBool,
 ) -> Result<AppendReport> {
     if crate::io::object::is_remote(path) {
         in_place_is_local(path, mode)?;
         let obj = crate::io::object::locate(path)?;
-        return obj.rewrite(|local| add_indexes(local, specs).map(|r| r.named(local, path)));
+        return obj.rewrite(|local| {
+            let (identity, new) = build_indexes_until(local, specs, cancel)?;
+            rewrite_indexes_with(local, new, &|_| false, Some(&identity), mode, cancel)
+                .map(|r| r.named(local, path))
+        });
     }
-    let (identity, new) = build_indexes(path, specs)?;
-    rewrite_indexes_with(path, new, &|_| false, Some(&identity), mode)
+    let _lock = writer_lock::lock(path, cancel)?;
+    let (identity, new) = build_indexes_until(path, specs, cancel)?;
+    rewrite_indexes_with(path, new, &|_| false, Some(&identity), mode, cancel)
 }
 
 /// Remove the indexes for which `drop` is true.
 pub fn drop_indexes(path: &str, drop: &dyn Fn(&Locator) -> bool) -> Result<AppendReport> {
-    drop_indexes_with(path, drop, RewriteMode::Copy)
+    drop_indexes_with(path, drop, RewriteMode::Copy, &AtomicBool::new(false))
 }
 
-/// `drop_indexes`, by copy or in place (local files only).
+/// `drop_indexes`, by copy or in place (local files only), until `cancel` is set.
 pub fn drop_indexes_with(
     path: &str,
     drop: &dyn Fn(&Locator) -> bool,
     mode: RewriteMode,
+    cancel: &AtomicBool,
 ) -> Result<AppendReport> {
     if crate::io::object::is_remote(path) {
         in_place_is_local(path, mode)?;
         let obj = crate::io::object::locate(path)?;
-        return obj.rewrite(|local| drop_indexes(local, drop).map(|r| r.named(local, path)));
+        return obj.rewrite(|local| {
+            rewrite_indexes_with(local, Vec::new(), drop, None, mode, cancel)
+                .map(|r| r.named(local, path))
+        });
     }
-    rewrite_indexes_with(path, Vec::new(), drop, None, mode)
+    let _lock = writer_lock::lock(path, cancel)?;
+    rewrite_indexes_with(path, Vec::new(), drop, None, mode, cancel)
 }
 
 /// An object is always replaced whole: there is no in-place change of one.
@@ -272,7 +303,8 @@ mod tests {
             spec("bloom", "s", Granularity::RowGroup),
         ];
         add_indexes(&copied, &specs).unwrap();
-        let r = add_indexes_with(&in_place, &specs, RewriteMode::InPlace).unwrap();
+        let never = AtomicBool::new(false);
+        let r = add_indexes_with(&in_place, &specs, RewriteMode::InPlace, &never).unwrap();
         assert_eq!(r.indexes.len(), 2);
         assert_eq!(
             std::fs::read(&copied).unwrap(),
@@ -280,7 +312,13 @@ mod tests {
         );
         assert!(!crate::index::journal::journal_path(Path::new(&in_place)).exists());
         // Dropping in place shrinks the file back to its Parquet bytes and footer.
-        drop_indexes_with(&in_place, &|l| l.kind == "distinct", RewriteMode::InPlace).unwrap();
+        drop_indexes_with(
+            &in_place,
+            &|l| l.kind == "distinct",
+            RewriteMode::InPlace,
+            &never,
+        )
+        .unwrap();
         drop_indexes(&copied, &|l| l.kind == "distinct").unwrap();
         assert_eq!(
             std::fs::read(&copied).unwrap(),

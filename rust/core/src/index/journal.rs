@@ -14,12 +14,15 @@
 //! discards the journal. A crash after it leaves a complete journal and a file that may be
 //! broken: `recover` writes the new tail again (the change completes). Readers other than
 //! pqindex that open the file during step 2 may see a broken tail; a change by copy
-//! (the default) never shows them one.
+//! (the default) never shows them one. Changes and `recover` hold the file's writer lock
+//! (writer_lock.rs), so `recover` never completes a journal another writer is still
+//! applying.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 use crate::error::{Error, Result};
 use crate::io::FileIdentity;
@@ -189,7 +192,17 @@ pub enum Recovery {
 
 /// Finish or discard an interrupted in-place index change of `target`.
 pub fn recover(target: &Path) -> Result<Recovery> {
+    recover_until(target, &AtomicBool::new(false))
+}
+
+/// `recover`, giving up with `Error::Cancelled` if `cancel` is set while it waits for
+/// another writer of the file.
+pub fn recover_until(target: &Path, cancel: &AtomicBool) -> Result<Recovery> {
     let journal = journal_path(target);
+    if !journal.exists() {
+        return Ok(Recovery::Nothing);
+    }
+    let _lock = crate::index::writer_lock::lock(&target.to_string_lossy(), cancel)?;
     let mut bytes = Vec::new();
     match File::open(&journal) {
         Ok(mut j) => {

@@ -30,3 +30,4 @@ pub mod testing;
 pub mod text;
 pub mod token;
 pub mod verify;
+pub mod writer_lock;

@@ -5,11 +5,13 @@
 //! copied unchanged into a temporary file beside the original, the kept and new blocks are
 //! appended, then the original footer with updated `pqindex.index.*` entries. The temporary
 //! file replaces the original by an atomic rename, and only if the original did not change
-//! meanwhile, so the path always holds either the old file or the new one.
+//! meanwhile, so the path always holds either the old file or the new one. A cancelled
+//! rewrite (Ctrl-C) stops before the rename and removes its temporary file.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
@@ -97,16 +99,29 @@ pub fn rewrite_indexes(
     drop: &dyn Fn(&Locator) -> bool,
     expected: Option<&FileIdentity>,
 ) -> Result<AppendReport> {
-    rewrite_indexes_with(path, add, drop, expected, RewriteMode::Copy)
+    let never = AtomicBool::new(false);
+    rewrite_indexes_with(path, add, drop, expected, RewriteMode::Copy, &never)
 }
 
-/// `rewrite_indexes`, by copy or in place.
+/// Bytes copied between two looks at the cancel flag.
+const COPY_CHUNK: u64 = 16 << 20;
+
+fn cancelled(cancel: &AtomicBool) -> Result<()> {
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::Cancelled);
+    }
+    Ok(())
+}
+
+/// `rewrite_indexes`, by copy or in place, until `cancel` is set. The caller holds the
+/// file's writer lock (writer_lock.rs) if it wants concurrent writers to serialise.
 pub fn rewrite_indexes_with(
     path: &str,
     add: Vec<NewIndex>,
     drop: &dyn Fn(&Locator) -> bool,
     expected: Option<&FileIdentity>,
     mode: RewriteMode,
+    cancel: &AtomicBool,
 ) -> Result<AppendReport> {
     // A symlink stays a symlink: the file it points to is rewritten beside itself.
     let resolved = resolve_symlinks(path)?;
@@ -191,6 +206,7 @@ pub fn rewrite_indexes_with(
     tail.extend_from_slice(b"PAR1");
 
     let target = Path::new(path);
+    cancelled(cancel)?;
     if mode == RewriteMode::InPlace {
         remove_checksum_sidecar(target)?;
         report.bytes_after = rewrite_tail(target, copy_end, &tail, &before)?;
@@ -203,8 +219,18 @@ pub fn rewrite_indexes_with(
         let mut src = File::open(path).map_err(|e| Error::io(path, e))?;
         src.seek(SeekFrom::Start(0))
             .map_err(|e| Error::io(path, e))?;
-        let copied = std::io::copy(&mut (&mut src).take(copy_end), &mut out)
-            .map_err(|e| Error::io(path, e))?;
+        // In chunks (each still a `copy_file_range`), looking at the cancel flag between.
+        let mut copied = 0u64;
+        while copied < copy_end {
+            cancelled(cancel)?;
+            let chunk = COPY_CHUNK.min(copy_end - copied);
+            let n = std::io::copy(&mut (&mut src).take(chunk), &mut out)
+                .map_err(|e| Error::io(path, e))?;
+            if n == 0 {
+                break;
+            }
+            copied += n;
+        }
         if copied != copy_end {
             return Err(Error::FileChanged {
                 path: path.into(),
@@ -221,6 +247,8 @@ pub fn rewrite_indexes_with(
                 .map_err(|e| Error::io(path, e))?;
         }
         out.sync_all().map_err(|e| Error::io(path, e))?;
+        // The last point a cancel is honoured: after the rename the change is made.
+        cancelled(cancel)?;
         let now = FileIdentity::stat(path)?;
         if let Some(what) = before.difference(&now) {
             return Err(Error::FileChanged {
@@ -425,6 +453,22 @@ mod tests {
         let r4 = rewrite_indexes(&path, vec![], &|_| true, None).unwrap();
         assert_eq!(r4.bytes_after, r3.bytes_after);
         assert_eq!(scan(&path, queries[1]).0, before[1].0);
+    }
+
+    #[test]
+    fn a_cancelled_rewrite_leaves_the_file_and_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(dir.path());
+        let before = std::fs::read(&path).unwrap();
+        for mode in [RewriteMode::Copy, RewriteMode::InPlace] {
+            let add = vec![index("bloom", "s", b"b")];
+            let r =
+                rewrite_indexes_with(&path, add, &|_| false, None, mode, &AtomicBool::new(true));
+            assert!(matches!(r, Err(Error::Cancelled)), "{r:?}");
+            assert_eq!(std::fs::read(&path).unwrap(), before);
+            let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+            assert_eq!(names.len(), 1, "{names:?}");
+        }
     }
 
     #[test]

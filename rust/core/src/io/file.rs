@@ -393,13 +393,16 @@ impl Read for SequentialRead {
     }
 }
 
-/// A hidden name beside `target`, so readers of the directory never see a partial file.
+/// A hidden name beside `target`, so readers of the directory never see a partial file;
+/// unique per call, so two threads writing one target never share a temporary file.
 pub(crate) fn temp_path(target: &std::path::Path) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "out.parquet".into());
-    target.with_file_name(format!(".{name}.{}.pqindex-tmp", std::process::id()))
+    target.with_file_name(format!(".{name}.{}-{n}.pqindex-tmp", std::process::id()))
 }
 
 #[cfg(test)]

@@ -53,7 +53,33 @@ pub struct LoadOutcome {
 
 pub fn global_cache() -> &'static MetadataCache {
     static CACHE: OnceLock<MetadataCache> = OnceLock::new();
-    CACHE.get_or_init(|| MetadataCache::new(DEFAULT_CAPACITY))
+    CACHE.get_or_init(|| {
+        hold_across_fork();
+        MetadataCache::new(DEFAULT_CAPACITY)
+    })
+}
+
+thread_local! {
+    static HELD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, State>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A process forked while another thread holds the global cache's lock (Spark forks its
+/// Python workers from a driver that may be scanning) would copy it locked, with no thread
+/// left to release it. The forking thread takes the lock around `fork` instead, so parent
+/// and child both start with it free.
+fn hold_across_fork() {
+    extern "C" fn prepare() {
+        let guard = global_cache().lock();
+        HELD.with(|h| *h.borrow_mut() = Some(guard));
+    }
+    extern "C" fn release() {
+        HELD.with(|h| h.borrow_mut().take());
+    }
+    // SAFETY: registers plain functions that take and release a lock on the forking thread.
+    unsafe {
+        libc::pthread_atfork(Some(prepare), Some(release), Some(release));
+    }
 }
 
 impl MetadataCache {
@@ -216,5 +242,36 @@ impl MetadataCache {
 impl Default for MetadataCache {
     fn default() -> Self {
         Self::new(DEFAULT_CAPACITY)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_forked_while_another_thread_holds_the_lock_can_use_the_cache() {
+        let cache = global_cache();
+        let (held, go) = std::sync::mpsc::channel();
+        let holder = std::thread::spawn(move || {
+            let _guard = cache.lock();
+            held.send(()).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        });
+        go.recv().unwrap();
+        // SAFETY: the child only uses the cache, then leaves without unwinding.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            unsafe { libc::alarm(5) }; // a deadlocked child dies of SIGALRM
+            global_cache().info();
+            unsafe { libc::_exit(0) };
+        }
+        let mut status = 0;
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        holder.join().unwrap();
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "{status}"
+        );
     }
 }
