@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pqindex
-from pqindex.spark import _client_filters, _jvm_filters, _portable
+from pqindex.spark import _client_filters, _jvm_filters, _portable, _schema
 from pqindex.spark._arrow import arrow_schema, conform
 from pqindex.spark._guard import guarded
 from pqindex.spark._metrics import (
@@ -103,14 +103,20 @@ class SparkScan:
         self._batch_size = batch_size
         self._keys = _Keys.of(spark, keys, on, max_keys)
         self.predicate: str | None = None
-        probe: pqindex.Scan | None = None
-        if self._table is not None or is_remote(self._paths):
-            probe, base = self._pqindex_base(where)
-        else:
+        #: Whether pqindex's predicate means exactly Spark's condition, so that Spark
+        #: need not apply it again.
+        self.exact = False
+        # On a classic session Spark's own analysis (``spark.read.parquet``, pushed filters
+        # from the JVM) is cheaper than confirming a reading from the client.
+        classic_local = not self._connect and self._table is None and not is_remote(self._paths)
+        probe, base = (None, None) if classic_local else self._pqindex_base(where)
+        if base is None:
+            # Only Spark can tell the schema of this local dataset.
             base = spark.read.parquet(*self._paths)
             self.predicate = self._pushed(base)
         self._columns = list(columns) if columns is not None else list(base.columns)
-        extra = self._condition_columns(base) + (self._keys.on if self._keys else [])
+        condition = [] if self.exact else self._condition_columns(base)
+        extra = condition + (self._keys.on if self._keys else [])
         needed = self._columns + [c for c in dict.fromkeys(extra) if c not in self._columns]
         needed = self._check_columns(base, needed)
         self._output = _selected_schema(base, self._columns)
@@ -147,14 +153,17 @@ class SparkScan:
         )
 
     def _pqindex_base(self, where: Any) -> tuple[pqindex.Scan | None, Any]:
-        """Spark may have no s3a connector (and has no Delta or Iceberg reader here), so the
-        schema comes from a pqindex plan of every column. SQL text is tried as written
-        first, so that planning prunes (and lists and opens files) once; that plan is kept
-        only if pqindex reads the text exactly as Spark does, else planning starts again
-        from what Spark confirms."""
+        """The schema comes from a pqindex plan of every column: Spark may have no s3a
+        connector (and has no Delta or Iceberg reader here), and for local files asking
+        Spark (``spark.read.parquet``) costs more than the rest of a selective read. SQL
+        text is tried as written first, so that planning prunes (and lists and opens files)
+        once; that plan is kept only if pqindex reads the text exactly as Spark does, else
+        planning starts again from what Spark confirms. ``(None, None)`` for a local
+        dataset whose Spark schema only Spark can tell (``_schema``)."""
         import pyarrow as pa
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        local = self._table is None and not is_remote(self._paths)
         probe: pqindex.Scan | None = None
         if isinstance(where, str):
             try:
@@ -164,13 +173,19 @@ class SparkScan:
         written = probe is not None
         if probe is None:
             probe = self._scan(None, None)
-        schema = from_arrow_schema(pa.schema(probe))
-        base = self._spark.createDataFrame([], _nullable(schema))
+        if local:
+            schema = _schema.spark_schema(self._spark, pa.schema(probe), self._paths)
+            if schema is None:
+                return None, None
+        else:
+            schema = _nullable(from_arrow_schema(pa.schema(probe)))
+        base = self._spark.createDataFrame([], schema)
         if where is None:
             return probe, base
         confirmed = _client_filters.pushed_filters(base, where)
         if written and isinstance(where, str) and _portable.as_written(where, confirmed):
             self.predicate = where
+            self.exact = True
             return probe, base
         translated = translate_all(confirmed.filters, base.schema)
         self.predicate = translated.sql if translated is not None else None
@@ -232,7 +247,7 @@ class SparkScan:
             df = self._read_on_driver()
         else:
             df = self._distributed()
-        if self._where is not None:
+        if self._where is not None and not self.exact:
             df = df.where(self._where)
         joined = self._keys is not None and not (self.on_driver and self._keys.exact)
         if self._keys is not None and joined:
@@ -293,7 +308,8 @@ class SparkScan:
         lines = [
             "pqindex Spark read",
             f"  spark condition: {self._where!r}",
-            f"  pushed to pqindex: {self.predicate or '(nothing)'}",
+            f"  pushed to pqindex: {self.predicate or '(nothing)'}"
+            + (" (exactly Spark's condition: Spark does not apply it again)" if self.exact else ""),
             f"  read {'on the driver' if self.on_driver else 'in executors'}: "
             f"{self._units.num_rows} units, ~{self.selected_bytes} bytes of selected pages",
         ]
