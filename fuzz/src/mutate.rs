@@ -285,7 +285,9 @@ pub fn splice(a: &[u8], b: &[u8], out: &mut [u8], seed: u32) -> usize {
         Some((start, _)) if rng.below(2) == 0 => b.len() - start,
         _ => rng.below(b.len() + 1),
     };
-    let head = rng.below(a.len() + 1).min(out.len().saturating_sub(tail.min(out.len())));
+    let head = rng
+        .below(a.len() + 1)
+        .min(out.len().saturating_sub(tail.min(out.len())));
     let tail = tail.min(out.len() - head);
     out[..head].copy_from_slice(&a[..head]);
     out[head..head + tail].copy_from_slice(&b[b.len() - tail..]);

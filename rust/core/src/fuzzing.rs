@@ -246,7 +246,9 @@ fn split(fixture: &[u8]) -> Result<Split<'_>> {
         return Err(bad("too small"));
     }
     let len = u32::from_le_bytes(fixture[n - 8..n - 4].try_into().expect("4 bytes")) as usize;
-    let start = (n - 8).checked_sub(len).ok_or_else(|| bad("footer length"))?;
+    let start = (n - 8)
+        .checked_sub(len)
+        .ok_or_else(|| bad("footer length"))?;
     let md = parquet::file::metadata::ParquetMetaDataReader::new()
         .parse_and_finish(&bytes::Bytes::copy_from_slice(fixture))?;
     let kv = md
@@ -284,7 +286,13 @@ fn with_indexes(fixture: &[u8], blocks: &[u8], locators: &[String]) -> Result<Ve
 }
 
 /// The locator of `block` placed right after `fixture`'s Parquet bytes.
-fn locator_for(fixture: &[u8], block: &[u8], kind: &str, column: &str, g: Granularity) -> Result<Locator> {
+fn locator_for(
+    fixture: &[u8],
+    block: &[u8],
+    kind: &str,
+    column: &str,
+    g: Granularity,
+) -> Result<Locator> {
     Ok(Locator {
         kind: kind.to_string(),
         columns: vec![column.to_string()],
@@ -379,9 +387,18 @@ pub fn locator(json: &[u8], indexed: &[u8]) -> Result<()> {
         .parse_and_finish(&bytes::Bytes::copy_from_slice(indexed))?;
     let mut kv = s.kv.clone();
     let mut replaced = false;
-    for e in md.file_metadata().key_value_metadata().into_iter().flatten() {
+    for e in md
+        .file_metadata()
+        .key_value_metadata()
+        .into_iter()
+        .flatten()
+    {
         if e.key.starts_with(KEY_PREFIX) {
-            let value = if replaced { e.value.clone() } else { Some(text.to_string()) };
+            let value = if replaced {
+                e.value.clone()
+            } else {
+                Some(text.to_string())
+            };
             replaced = true;
             kv.push((e.key.clone(), value));
         }
@@ -425,7 +442,9 @@ pub fn units(blob: &[u8], fixture: &[u8]) -> Result<()> {
     for p in [None, Some(PREDICATES[1])] {
         let cache = MetadataCache::new(64 << 20);
         let cancel = AtomicBool::new(false);
-        if let Err(e) = Scan::from_units(&batches, &opts(p), &cache, &cancel).and_then(|s| drain(&s)) {
+        if let Err(e) =
+            Scan::from_units(&batches, &opts(p), &cache, &cancel).and_then(|s| drain(&s))
+        {
             first.get_or_insert(e);
         }
     }
@@ -434,7 +453,12 @@ pub fn units(blob: &[u8], fixture: &[u8]) -> Result<()> {
 
 /// `batch` with its `path` column pointing into the scratch directory, and the identity
 /// columns of rows naming the fixture set to its copy's.
-fn confine(batch: &RecordBatch, fixture: &str, missing: &str, id: &FileIdentity) -> Result<RecordBatch> {
+fn confine(
+    batch: &RecordBatch,
+    fixture: &str,
+    missing: &str,
+    id: &FileIdentity,
+) -> Result<RecordBatch> {
     let Some(i) = batch.schema().index_of("path").ok() else {
         return Ok(batch.clone());
     };
@@ -459,17 +483,33 @@ fn confine(batch: &RecordBatch, fixture: &str, missing: &str, id: &FileIdentity)
         ("ino", id.ino as i128),
         ("ctime_ns", id.ctime_ns as i128),
     ] {
-        let Ok(c) = fields.index_of(name) else { continue };
+        let Ok(c) = fields.index_of(name) else {
+            continue;
+        };
         let col = &columns[c];
         let set = |r: usize| is_fixture[r] && col.is_valid(r);
         columns[c] = match col.data_type() {
             DataType::UInt64 => {
                 let a = col.as_any().downcast_ref::<UInt64Array>().expect("u64");
-                Arc::new((0..a.len()).map(|r| a.is_valid(r).then(|| if set(r) { value as u64 } else { a.value(r) })).collect::<UInt64Array>())
+                Arc::new(
+                    (0..a.len())
+                        .map(|r| {
+                            a.is_valid(r)
+                                .then(|| if set(r) { value as u64 } else { a.value(r) })
+                        })
+                        .collect::<UInt64Array>(),
+                )
             }
             DataType::Int64 => {
                 let a = col.as_any().downcast_ref::<Int64Array>().expect("i64");
-                Arc::new((0..a.len()).map(|r| a.is_valid(r).then(|| if set(r) { value as i64 } else { a.value(r) })).collect::<Int64Array>())
+                Arc::new(
+                    (0..a.len())
+                        .map(|r| {
+                            a.is_valid(r)
+                                .then(|| if set(r) { value as i64 } else { a.value(r) })
+                        })
+                        .collect::<Int64Array>(),
+                )
             }
             _ => continue,
         };
@@ -499,7 +539,8 @@ pub fn catalog(bytes: &[u8], fixture: &[u8]) -> Result<()> {
         .map(|e| {
             let mut e = e.as_ref().clone();
             if e.path == FIXTURE_NAME {
-                (e.size, e.mtime_ns, e.ino, e.ctime_ns) = (id.size, id.mtime_ns, id.ino, id.ctime_ns);
+                (e.size, e.mtime_ns, e.ino, e.ctime_ns) =
+                    (id.size, id.mtime_ns, id.ino, id.ctime_ns);
                 e.etag = None;
             }
             e

@@ -27,6 +27,8 @@ fn every_saved_input_replays_without_a_bug() {
     let start = Instant::now();
     let mut failures = Vec::new();
     let mut total = 0;
+    // PQINDEX_FUZZ_VERBOSE=1 shows what each input gave (most seeds should be Ok).
+    let verbose = std::env::var_os("PQINDEX_FUZZ_VERBOSE").is_some();
     for target in TARGETS {
         let files: Vec<PathBuf> = ["corpus", "regressions"]
             .iter()
@@ -36,8 +38,10 @@ fn every_saved_input_replays_without_a_bug() {
         for f in files {
             let data = std::fs::read(&f).expect("readable input");
             total += 1;
-            if let Err(bug) = check(|| run_target(target, &data, FIXTURE, INDEXED)) {
-                failures.push(format!("{target} {}: {bug}", f.display()));
+            match check(|| run_target(target, &data, FIXTURE, INDEXED)) {
+                Err(bug) => failures.push(format!("{target} {}: {bug}", f.display())),
+                Ok(outcome) if verbose => eprintln!("{target} {}: {outcome:?}", f.display()),
+                Ok(_) => {}
             }
         }
     }
