@@ -17,7 +17,7 @@ cd "$(dirname "$0")/../fuzz"
 flags=(-O -a)
 if [ $# -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(cargo +nightly fuzz list); fi
 
-cargo +nightly fuzz build "${flags[@]}" >/dev/null
+cargo +nightly fuzz build "${flags[@]}" >/dev/null 2>&1
 printf '%-18s %12s %10s  %s\n' target execs exec/s result
 for t in "${targets[@]}"; do
     work=target/work/$t
