@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "query": 10,
     "write": 10,
     "lib": 11,
+    "fuzzing": 11,
     "testing": 11,
 }
 

@@ -13,6 +13,8 @@
 
 mod catalog;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod index;
 mod io;
 mod metadata;
