@@ -1,9 +1,13 @@
 """Peer comparison: the same selective queries over TPC-H lineitem through pqindex, pyarrow,
-DuckDB, DataFusion, polars and Spark, on six Parquet layouts.
+DuckDB, DataFusion, polars and Spark (classic and Spark Connect), on eight Parquet layouts.
 
     python benches/compare.py [--sf 1] [--runs 5] [--engines pqindex,duckdb,...]
         [--layouts sorted,...] [--queries 'point_*,full_scan*'] [--no-spark]
-        [--data-dir /tmp/pqindex-bench] [--out benches/results]
+        [--spark-mode classic|connect|both] [--cold [--cold-runs 1]]
+        [--data-dir /tmp/pqindex-bench] [--out benches/results] [--tag NAME]
+
+The ``spark_impala`` layout runs its own ten queries (the page-index queries of Impala's
+study); every other layout runs the standard eighteen. See benches/README-harness.md.
 
 Every figure is warm: one warm-up run per engine, layout and query, then ``--runs`` timed
 runs (median, min, max). Rows must agree across engines before a time counts; a disagreement
@@ -12,11 +16,17 @@ own ``bytes_read``; for in-process peers the growth of ``rchar`` in ``/proc/self
 returned by read-type system calls, page cache or not); for Spark the same growth in the
 driver JVM, whose threads are the local executors (see compare_spark_env for why not Spark's
 own input metrics). Data is generated once per scale factor under --data-dir and reused.
+
+With ``--cold``, each engine also answers each query in fresh Python processes (see
+``cold_runs``): once timed from the process's start to the result (imports, session start-up
+and footers included; the page cache stays warm), once timed from after a first query on
+another file to the result (the first query on files the process has never seen).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import fnmatch
 import gc
@@ -27,6 +37,7 @@ import json
 import math
 import operator
 import os
+import pickle
 import platform
 import shlex
 import shutil
@@ -190,6 +201,8 @@ class Keys:
     orderkey_or: int
     partkey_or: int
     comment: str
+    orderkey_mid: int
+    suppkey_point: int
 
 
 NARROW = ("l_orderkey", "l_partkey", "l_extendedprice")
@@ -251,6 +264,38 @@ def build_queries(keys: Keys) -> list[Query]:
     return queries
 
 
+IMPALA_PRICE = (Decimal("50000.00"), Decimal("50010.00"))
+
+
+def build_impala_queries(keys: Keys) -> list[Query]:
+    """The ten page-index queries, after Impala's study of Parquet page indexes ("Speeding Up
+    SELECT Queries with Parquet Page Indexes"): SELECT * with a point lookup or a narrow
+    range on the sorted key (the page index narrows them to a page or two per file), and
+    selective predicates on unsorted columns (the page index can rule out little; the
+    readers differ in how they evaluate them and fetch the other columns)."""
+    k = keys
+    preds: list[tuple[str, Pred]] = [
+        ("orderkey_first", Cmp("l_orderkey", "=", 1)),
+        ("orderkey_mid", Cmp("l_orderkey", "=", k.orderkey_mid)),
+        ("orderkey_lt_1000", Cmp("l_orderkey", "<", 1000)),
+        ("orderkey_range", Between("l_orderkey", k.orderkey_range, k.orderkey_range + 100)),
+        ("partkey_eq", Cmp("l_partkey", "=", k.partkey_point)),
+        ("suppkey_eq", Cmp("l_suppkey", "=", k.suppkey_point)),
+        ("shipdate_eq", Cmp("l_shipdate", "=", DATE_EQ)),
+        ("extendedprice_range", Between("l_extendedprice", *IMPALA_PRICE)),
+        ("quantity_eq_1", Cmp("l_quantity", "=", Decimal(1))),
+        ("comment_eq", Cmp("l_comment", "=", k.comment)),
+    ]
+    return [Query(f"impala_{name}", pred, None) for name, pred in preds]
+
+
+#: The query sets a layout can run, by name.
+QUERY_SETS: dict[str, Callable[[Keys], list[Query]]] = {
+    "standard": build_queries,
+    "impala": build_impala_queries,
+}
+
+
 # ---------------------------------------------------------------------------------------------
 # Data: TPC-H lineitem and its layouts
 
@@ -259,6 +304,10 @@ PAGE_ROWS = 20_000
 ROW_GROUP_ROWS = 1_000_000
 SMALL_FILES = 2_000
 DONE = "_SUCCESS"  # Spark's marker; readers skip names starting with "_"
+#: spark_impala: rows per file (20 files at SF10, as in Impala's study) and parquet-mr's
+#: row-group size, large enough that each file is one row group.
+IMPALA_FILE_ROWS = 3_000_000
+IMPALA_ROW_GROUP_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -266,6 +315,7 @@ class Layout:
     name: str
     description: str
     needs_spark: bool
+    query_set: str = "standard"
 
 
 LAYOUTS = [
@@ -300,6 +350,22 @@ LAYOUTS = [
         "the small_files files (hard links) with a pqindex catalog: bounds on l_orderkey, "
         "l_partkey, l_suppkey, l_shipdate; bloom filters on " + ", ".join(BLOOM_COLUMNS),
         False,
+    ),
+    Layout(
+        "small_files_default_catalog",
+        "the small_files files (hard links) with a pqindex catalog built by "
+        "pqindex.Catalog.build(path) with its default arguments (every column it can bound, "
+        "no bloom filters)",
+        False,
+    ),
+    Layout(
+        "spark_impala",
+        f"as Spark writes it with {PAGE_ROWS:,}-row pages (parquet.page.row.count.limit), "
+        f"range-partitioned by l_orderkey into one file per {IMPALA_FILE_ROWS:,} rows (20 at "
+        "SF10), each sorted by l_orderkey and one row group (parquet.block.size 1 GiB); "
+        "runs the ten Impala page-index queries",
+        True,
+        "impala",
     ),
 ]
 
@@ -418,6 +484,33 @@ def write_small_files_catalog(raw: Path, out: Path) -> None:
     pqindex.Catalog.build(out, columns, bloom=list(BLOOM_COLUMNS))
 
 
+def write_small_files_default_catalog(raw: Path, out: Path) -> None:
+    """Hard links to the small_files layout's files, and a catalog built as a new user
+    builds one: ``Catalog.build(path)``, nothing else."""
+    import pqindex
+
+    small = next(lay for lay in LAYOUTS if lay.name == "small_files")
+    source = build_layout(small, raw, out.parent, None)
+    for f in data_files(source):
+        os.link(f, out / f.name)
+    pqindex.Catalog.build(out)
+
+
+def write_spark_impala(spark: Any, raw: Path, out: Path) -> None:
+    """lineitem as Spark writes it for Impala's study: a file per IMPALA_FILE_ROWS rows in
+    l_orderkey ranges, each sorted and one row group, with PAGE_ROWS-row pages."""
+    rows = pq.ParquetFile(raw).metadata.num_rows
+    spark_env.write_spark_layout(
+        spark,
+        raw,
+        out,
+        files=max(1, round(rows / IMPALA_FILE_ROWS)),
+        sort_by=("l_orderkey", "l_linenumber"),
+        page_rows=PAGE_ROWS,
+        row_group_bytes=IMPALA_ROW_GROUP_BYTES,
+    )
+
+
 def build_layout(layout: Layout, raw: Path, root: Path, spark: Any) -> Path:
     """The layout's directory, written once and reused while its marker file exists."""
     out = root / layout.name
@@ -427,7 +520,9 @@ def build_layout(layout: Layout, raw: Path, root: Path, spark: Any) -> Path:
     tmp = root / f"{layout.name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     start = time.perf_counter()
-    if layout.needs_spark:
+    if layout.name == "spark_impala":
+        write_spark_impala(spark, raw, tmp)
+    elif layout.needs_spark:
         bloom = BLOOM_COLUMNS if layout.name == "spark_bloom" else ()
         spark_env.write_spark_layout(spark, raw, tmp, bloom)
     else:
@@ -437,6 +532,7 @@ def build_layout(layout: Layout, raw: Path, root: Path, spark: Any) -> Path:
             "shuffled": write_shuffled,
             "small_files": write_small_files,
             "small_files_catalog": write_small_files_catalog,
+            "small_files_default_catalog": write_small_files_default_catalog,
         }
         writers[layout.name](raw, tmp)
         (tmp / DONE).touch()
@@ -492,7 +588,7 @@ def pick_keys(raw: Path) -> Keys:
         group = next(i for i in range(meta.num_row_groups) if starts[i + 1] > index)
         if group not in cache:
             cache[group] = source.read_row_group(
-                group, columns=["l_orderkey", "l_partkey", "l_comment"]
+                group, columns=["l_orderkey", "l_partkey", "l_suppkey", "l_comment"]
             )
         values: dict[str, Any] = cache[group].slice(index - starts[group], 1).to_pylist()[0]
         return values
@@ -508,6 +604,8 @@ def pick_keys(raw: Path) -> Keys:
         orderkey_or=row(0.12)["l_orderkey"],
         partkey_or=row(0.88)["l_partkey"],
         comment=row(0.5)["l_comment"],
+        orderkey_mid=row(0.7)["l_orderkey"],
+        suppkey_point=row(0.61)["l_suppkey"],
     )
 
 
@@ -587,6 +685,20 @@ class Engine:
     def prepare(self, query: Query) -> Callable[[], Run]:
         raise NotImplementedError
 
+    def cold_program(self, query: Query) -> str:
+        """Python source for a fresh process: the imports and set-up the engine needs, then
+        ``run(path)``, the query over the layout directory ``path`` as an Arrow table. A
+        user's script as written, so the process imports only what this engine needs."""
+        raise NotImplementedError
+
+    def cold_env(self) -> dict[str, str]:
+        """Environment variables the fresh process needs (None-valued: removed)."""
+        return {}
+
+    def cold_cleanup(self) -> str:
+        """Source run after the timed part (stopping a session)."""
+        return ""
+
 
 class Pqindex(Engine):
     name = "pqindex"
@@ -607,6 +719,15 @@ class Pqindex(Engine):
 
         return run
 
+    def cold_program(self, query: Query) -> str:
+        columns = list(query.columns) if query.columns else None
+        return f"""
+import pqindex
+
+def run(path):
+    return pqindex.scan(path, where={query.sql_where()!r}, columns={columns!r}).to_arrow()
+"""
+
 
 class Pyarrow(Engine):
     name = "pyarrow"
@@ -623,6 +744,19 @@ class Pyarrow(Engine):
 
         return run
 
+    def cold_program(self, query: Query) -> str:
+        filters = to_pyarrow(query.where) if query.where is not None else None
+        columns = list(query.columns) if query.columns else None
+        return f"""
+import pickle
+import pyarrow.parquet as pq
+
+FILTERS = pickle.loads({pickle.dumps(filters)!r})
+
+def run(path):
+    return pq.read_table(path, filters=FILTERS, columns={columns!r})
+"""
+
 
 class Duckdb(Engine):
     name = "duckdb"
@@ -633,10 +767,26 @@ class Duckdb(Engine):
 
         self.con = duckdb.connect()
 
-    def prepare(self, query: Query) -> Callable[[], Run]:
-        sql = f"SELECT {query.select_list()} FROM read_parquet('{self.path}/*.parquet')"
+    @staticmethod
+    def sql(path: Path | str, query: Query) -> str:
+        sql = f"SELECT {query.select_list()} FROM read_parquet('{path}/*.parquet')"
         if query.where is not None:
             sql += f" WHERE {query.sql_where()}"
+        return sql
+
+    def cold_program(self, query: Query) -> str:
+        head, tail = self.sql("\0", query).split("\0")
+        return f"""
+import duckdb
+
+con = duckdb.connect()
+
+def run(path):
+    return con.sql({head!r} + path + {tail!r}).to_arrow_table()
+"""
+
+    def prepare(self, query: Query) -> Callable[[], Run]:
+        sql = self.sql(self.path, query)
 
         def run() -> Run:
             with Meter() as m:
@@ -650,15 +800,35 @@ class Datafusion(Engine):
     name = "datafusion"
     bytes_source = "rchar delta"
 
+    SETTINGS: ClassVar[dict[str, str]] = {
+        "datafusion.execution.parquet.pushdown_filters": "true",
+        "datafusion.execution.parquet.reorder_filters": "true",
+    }
+
     def __init__(self) -> None:
         from datafusion import SessionConfig, SessionContext
 
-        config = (
-            SessionConfig()
-            .set("datafusion.execution.parquet.pushdown_filters", "true")
-            .set("datafusion.execution.parquet.reorder_filters", "true")
-        )
+        config = SessionConfig()
+        for key, value in self.SETTINGS.items():
+            config = config.set(key, value)
         self.ctx = SessionContext(config)
+
+    def cold_program(self, query: Query) -> str:
+        where = f" WHERE {query.sql_where()}" if query.where is not None else ""
+        return f"""
+from datafusion import SessionConfig, SessionContext
+
+config = SessionConfig()
+for key, value in {self.SETTINGS!r}.items():
+    config = config.set(key, value)
+ctx = SessionContext(config)
+tables = []
+
+def run(path):
+    tables.append(f"lineitem_{{len(tables)}}")
+    ctx.register_parquet(tables[-1], path)
+    return ctx.sql(f"SELECT {query.select_list()} FROM {{tables[-1]}}{where}").to_arrow_table()
+"""
 
     def open(self, path: Path, layout: str) -> None:
         super().open(path, layout)
@@ -702,26 +872,63 @@ class Polars(Engine):
 
         return run
 
+    def cold_program(self, query: Query) -> str:
+        where = to_polars(query.where) if query.where is not None else None
+        columns = list(query.columns) if query.columns else None
+        return f"""
+import pickle
+import polars as pl
+
+WHERE = pickle.loads({pickle.dumps(where)!r})
+
+def run(path):
+    frame = pl.scan_parquet(path + "/*.parquet")
+    if WHERE is not None:
+        frame = frame.filter(WHERE)
+    if {columns!r} is not None:
+        frame = frame.select({columns!r})
+    return frame.collect().to_arrow()
+"""
+
 
 class SparkEngine(Engine):
     """Spark's own reader. Timed: building the DataFrame (file listing, schema, analysis) and
-    ``toArrow()``; the JSON keeps the two parts apart (``dataframe_ms``, ``action_ms``)."""
+    ``toArrow()``; the JSON keeps the two parts apart (``dataframe_ms``, ``action_ms``).
+
+    ``spark`` is the local Spark in this process (the Spark Connect server too, when one was
+    started); the ``*_connect`` engines build their DataFrames through ``client``, a Spark
+    Connect session on that server. Both run their jobs in the same JVM, whose ``rchar``
+    growth stands for the bytes read either way."""
 
     name = "spark"
     needs_spark = True
+    connect: ClassVar[bool] = False
     bytes_source = (
         "rchar delta of the driver JVM (Spark's task input metrics, which miss vectored "
         "reads, are in the JSON as input_bytes)"
     )
     spark: Any = None
+    client: Any = None
+    connect_url: str | None = None
+    driver_memory = "6g"
+    warehouse: Path | None = None
     runs = 0
 
     def unavailable(self) -> str | None:
-        return None if self.spark is not None else "Spark not started (--no-spark)"
+        if self.spark is None:
+            return "Spark not started (--no-spark)"
+        if self.connect and self.client is None:
+            return "no Spark Connect server (--spark-mode classic)"
+        return None
+
+    @property
+    def session(self) -> Any:
+        """The session DataFrames are built on: the Connect client or the classic one."""
+        return self.client if self.connect else self.spark
 
     def dataframe(self, query: Query) -> tuple[Any, Any]:
         """The DataFrame, and the object that reports pqindex metrics (none here)."""
-        df = self.spark.read.parquet(str(self.path))
+        df = self.session.read.parquet(str(self.path))
         if query.where is not None:
             df = df.where(query.sql_where())
         if query.columns:
@@ -729,32 +936,36 @@ class SparkEngine(Engine):
         return df, None
 
     def prepare(self, query: Query) -> Callable[[], Run]:
-        meter = spark_env.SparkInputBytes(self.spark)
+        # Job groups are thread-local in the JVM: a Connect query runs on a server thread,
+        # where a group set from here does not reach, so input_bytes is classic-only.
+        meter = None if self.connect else spark_env.SparkInputBytes(self.spark)
         jvm = spark_env.jvm_pid(self.spark)
 
         def run() -> Run:
             SparkEngine.runs += 1
             group = f"compare-{SparkEngine.runs}"
-            meter.set_group(group)
+            if meter is not None:
+                meter.set_group(group)
             workers = spark_env.python_worker_rchar()
             jvm_before = spark_env.rchar_of(jvm)
-            start = time.perf_counter()
-            df, scan = self.dataframe(query)
-            built = time.perf_counter()
-            table = df.toArrow()
-            end = time.perf_counter()
-            metrics: dict[str, Any] = {
-                "dataframe_ms": (built - start) * 1000,
-                "action_ms": (end - built) * 1000,
-                "jvm_rchar": spark_env.rchar_of(jvm) - jvm_before,
-                "worker_rchar": spark_env.worker_rchar_delta(
-                    workers, spark_env.python_worker_rchar()
-                ),
-                "input_bytes": meter.bytes_for_group(group),
-            }
-            if scan is not None:
-                metrics["pqindex"] = dict(scan.metrics())
-                metrics["on_driver"] = getattr(scan, "on_driver", None)
+            with spark_env.connect_mode() if self.connect else contextlib.nullcontext():
+                start = time.perf_counter()
+                df, scan = self.dataframe(query)
+                built = time.perf_counter()
+                table = df.toArrow()
+                end = time.perf_counter()
+                metrics: dict[str, Any] = {
+                    "dataframe_ms": (built - start) * 1000,
+                    "action_ms": (end - built) * 1000,
+                    "jvm_rchar": spark_env.rchar_of(jvm) - jvm_before,
+                    "worker_rchar": spark_env.worker_rchar_delta(
+                        workers, spark_env.python_worker_rchar()
+                    ),
+                    "input_bytes": None if meter is None else meter.bytes_for_group(group),
+                }
+                if scan is not None:
+                    metrics["pqindex"] = dict(scan.metrics())
+                    metrics["on_driver"] = getattr(scan, "on_driver", None)
             return Run(end - start, table, self.bytes_of(metrics), None, metrics)
 
         return run
@@ -763,13 +974,56 @@ class SparkEngine(Engine):
         """Which of the measured figures stands for the bytes this engine read."""
         return int(metrics["jvm_rchar"])
 
+    # A fresh process starts its own local Spark (classic), or connects to this process's
+    # Connect server (a new client session on a warm server, as a notebook reconnecting).
+
+    def cold_program(self, query: Query) -> str:
+        if self.connect:
+            session = f"""
+import os
+
+os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+from pyspark.sql.connect.session import SparkSession
+
+spark = SparkSession.builder.remote({self.connect_url!r}).getOrCreate()
+"""
+        else:
+            session = f"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+import compare_spark_env
+
+spark = compare_spark_env.start_spark({self.driver_memory!r}, Path({str(self.warehouse)!r}))
+"""
+        return session + self.cold_run_source(query)
+
+    def cold_run_source(self, query: Query) -> str:
+        return f"""
+def run(path):
+    df = spark.read.parquet(path)
+    if {query.sql_where()!r} is not None:
+        df = df.where({query.sql_where()!r})
+    if {query.columns!r}:
+        df = df.select(*{query.columns!r})
+    return df.toArrow()
+"""
+
+    def cold_env(self) -> dict[str, str]:
+        return {"PYSPARK_PYTHON": sys.executable}
+
+    def cold_cleanup(self) -> str:
+        return "spark.stop()"
+
 
 # ----- pqindex via Spark ---------------------------------------------------------------------
-# Slot for ``pqindex.spark``, skipped while it is not importable. ``plan(spark, source,
-# where=..., columns=...)`` plans on the driver (and reads there too when the selection is
-# small), ``to_df()`` gives the DataFrame and ``metrics()["bytes_read"]`` what the driver and
-# the executors fetched. With only ``read(...)`` (a DataFrame), bytes fall back to the rchar
-# growth of the PySpark Python workers, which misses reads on the driver.
+# ``plan(spark, source, where=..., columns=...)`` plans on the driver (the Python process
+# holding the session: on Spark Connect, the client) and reads there too when the selection
+# is small; ``to_df()`` gives the DataFrame and ``metrics()["bytes_read"]`` what the driver and
+# the executors fetched (on Spark Connect, the executors' share comes back as observed
+# metrics of the first action). With only ``read(...)`` (a DataFrame), bytes fall back to the
+# rchar growth of the PySpark Python workers, which misses reads on the driver.
 
 
 class PqindexSpark(SparkEngine):
@@ -792,7 +1046,7 @@ class PqindexSpark(SparkEngine):
         import pqindex.spark  # type: ignore[import-not-found,unused-ignore]
 
         columns = list(query.columns) if query.columns else None
-        args = (self.spark, str(self.path))
+        args = (self.session, str(self.path))
         if hasattr(pqindex.spark, "plan"):
             scan = pqindex.spark.plan(*args, where=query.sql_where(), columns=columns)
             return scan.to_df(), scan
@@ -803,11 +1057,55 @@ class PqindexSpark(SparkEngine):
             return int(metrics["pqindex"]["bytes_read"])
         return int(metrics["worker_rchar"])
 
+    def cold_run_source(self, query: Query) -> str:
+        columns = list(query.columns) if query.columns else None
+        return f"""
+import pqindex.spark
+
+def run(path):
+    scan = pqindex.spark.plan(spark, path, where={query.sql_where()!r}, columns={columns!r})
+    return scan.to_df().toArrow()
+"""
+
+
+class SparkConnect(SparkEngine):
+    """Spark's own reader through a Spark Connect client."""
+
+    name = "spark_connect"
+    connect = True
+    bytes_source = "rchar delta of the JVM serving Spark Connect (this process's local Spark)"
+
+
+class PqindexSparkConnect(PqindexSpark):
+    """pqindex.spark through a Spark Connect client."""
+
+    name = "pqindex_spark_connect"
+    connect = True
+    bytes_source = (
+        "pqindex.spark plan metrics()['bytes_read'] (the client's reads, and the executors' "
+        "as observed metrics)"
+    )
+
 
 ENGINES: dict[str, type[Engine]] = {
-    e.name: e for e in (Pqindex, Pyarrow, Duckdb, Datafusion, Polars, SparkEngine, PqindexSpark)
+    e.name: e
+    for e in (
+        Pqindex,
+        Pyarrow,
+        Duckdb,
+        Datafusion,
+        Polars,
+        SparkEngine,
+        PqindexSpark,
+        SparkConnect,
+        PqindexSparkConnect,
+    )
 }
-PQINDEX_ENGINES = {"pqindex", "pqindex_spark"}
+PQINDEX_ENGINES = {"pqindex", "pqindex_spark", "pqindex_spark_connect"}
+#: --spark-mode connect runs these in place of the classic engines; both runs both.
+CONNECT_TWINS = {"spark": "spark_connect", "pqindex_spark": "pqindex_spark_connect"}
+#: pqindex via Spark and the Spark reader it is held against, per mode.
+SPARK_PAIRS = (("pqindex_spark", "spark"), ("pqindex_spark_connect", "spark_connect"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -832,6 +1130,9 @@ class Cell:
     skipped: str | None = None
     mismatch: bool = False
     loadavg: float | None = None  # 1-minute load when the cell started: other work on the box
+    cold_process_s: list[float] = field(default_factory=list)  # fresh process, start to rows
+    cold_new_file_s: list[float] = field(default_factory=list)  # first query on unseen files
+    cold_error: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -843,6 +1144,13 @@ class Cell:
     def bytes_read(self) -> int | None:
         known = [b for b in self.bytes_runs if b is not None]
         return int(statistics.median(known)) if known else None
+
+    def cold_ms(self, mode: str) -> float | None:
+        """Median cold time of ``mode`` (one of COLD_MODES), if measured without error."""
+        seconds: list[float] = getattr(self, f"cold_{mode}_s")
+        if not seconds or self.cold_error:
+            return None
+        return statistics.median(seconds) * 1000
 
 
 def normal(value: Any) -> Any:
@@ -957,22 +1265,119 @@ def progress(cell: Cell) -> None:
     if cell.skipped:
         return
     if cell.error:
-        print(f"  {cell.engine:14} ERROR {cell.error}", flush=True)
+        print(f"  {cell.engine:21} ERROR {cell.error}", flush=True)
         return
     b = cell.bytes_read()
     print(
-        f"  {cell.engine:14} {cell.median_ms():10.1f} ms  [{min(cell.seconds) * 1000:.1f}-"
+        f"  {cell.engine:21} {cell.median_ms():10.1f} ms  [{min(cell.seconds) * 1000:.1f}-"
         f"{max(cell.seconds) * 1000:.1f}]  {cell.rows:>9,} rows  "
-        f"{human_bytes(b):>10}",
+        f"{human_bytes(b):>10}{cold_text(cell, ' ')}",
         flush=True,
     )
 
 
+def cold_text(cell: Cell, sep: str) -> str:
+    """Cold figures of a cell (fresh process / new file), or its cold error."""
+    if cell.cold_error:
+        return f"{sep}cold **ERROR** {cell.cold_error[:80]}"
+    process, new_file = cell.cold_ms("process"), cell.cold_ms("new_file")
+    if process is None and new_file is None:
+        return ""
+    texts = ["n/a" if v is None else fmt_ms(v) for v in (process, new_file)]
+    return f"{sep}cold {texts[0]} / {texts[1]} ms"
+
+
+@dataclass(frozen=True)
+class Cold:
+    """How to measure cold figures: runs per mode, and the directory of a small file every
+    engine reads first in the new-file mode."""
+
+    runs: int
+    warmup: Path
+
+
+COLD_MODES = ("process", "new_file")
+COLD_MARK = "COLD-RESULT "
+COLD_TIMEOUT = 1800
+
+
+def cold_source(engine: Engine, query: Query, mode: str, path: Path, warmup: Path) -> str:
+    """The program a fresh process runs: the engine's imports and set-up, the query, and
+    then (untimed) the result's fingerprint on stdout. In ``new_file`` mode the query first
+    runs on ``warmup``, and only the run on ``path`` is timed."""
+    lines = ["import time", engine.cold_program(query)]
+    if mode == "new_file":
+        lines += [f"run({str(warmup)!r})", "start = time.monotonic()"]
+    lines += [
+        f"table = run({str(path)!r})",
+        "end = time.monotonic()",
+        "import json, sys",
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})",
+        "from compare import fingerprint",
+        f"seconds = end - start if {mode == 'new_file'!r} else None",
+        "out = {'end': end, 'seconds': seconds, 'fingerprint': fingerprint(table)}",
+        f"print({COLD_MARK!r} + json.dumps(out), flush=True)",
+        engine.cold_cleanup(),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def cold_run(
+    engine: Engine, query: Query, mode: str, path: Path, warmup: Path
+) -> tuple[float, str]:
+    """Seconds of one cold run and its rows' fingerprint. ``process``: from just before the
+    process is spawned to the result (time.monotonic is one clock for every process)."""
+    env = {k: v for k, v in os.environ.items() if k != spark_env.CONNECT_ENV}
+    env |= engine.cold_env()
+    program = cold_source(engine, query, mode, path, warmup)
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=COLD_TIMEOUT,
+        check=False,
+    )
+    line = next((x for x in proc.stdout.splitlines() if x.startswith(COLD_MARK)), None)
+    if line is None:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"exit {proc.returncode}: {tail}")
+    out = json.loads(line[len(COLD_MARK) :])
+    seconds = out["seconds"] if mode == "new_file" else out["end"] - start
+    return float(seconds), str(out["fingerprint"])
+
+
+def measure_cold(trials: list[Trial], query: Query, cold: Cold) -> None:
+    """Cold runs of every engine whose warm runs finished, after them (page cache warm)."""
+    for trial in trials:
+        cell = trial.cell
+        if not cell.ok:
+            continue
+        for mode in COLD_MODES:
+            for _ in range(cold.runs):
+                try:
+                    seconds, found = cold_run(
+                        trial.engine, query, mode, trial.engine.path, cold.warmup
+                    )
+                except Exception as e:
+                    cell.cold_error = f"{mode}: {type(e).__name__}: {e}"[:300]
+                    break
+                getattr(cell, f"cold_{mode}_s").append(seconds)
+                if found != cell.fingerprint:
+                    cell.cold_error = f"{mode}: rows {found} differ from the warm runs'"
+            if cell.cold_error:
+                break
+
+
 def run_all(
-    layouts: dict[str, Path], queries: list[Query], engines: list[Engine], runs: int
+    layouts: dict[str, tuple[Path, list[Query]]],
+    engines: list[Engine],
+    runs: int,
+    cold: Cold | None = None,
 ) -> list[Cell]:
     cells: list[Cell] = []
-    for layout, path in layouts.items():
+    for layout, (path, queries) in layouts.items():
         for engine in engines:
             if engine.unavailable() is None:
                 engine.open(path, layout)
@@ -986,6 +1391,8 @@ def run_all(
                 row.append(cell)
                 trials.append(Trial(cell, engine))
             measure(trials, query, runs)
+            if cold is not None:
+                measure_cold(trials, query, cold)
             for cell in row:
                 progress(cell)
             check_agreement(row)
@@ -1135,7 +1542,7 @@ def cell_text(cell: Cell | None) -> str:
     ms = [s * 1000 for s in cell.seconds]
     text = (
         f"{fmt_ms(cell.median_ms())} [{fmt_ms(min(ms))}-{fmt_ms(max(ms))}]"
-        f"<br>{human_bytes(cell.bytes_read())}<br>{cell.rows:,} rows"
+        f"<br>{human_bytes(cell.bytes_read())}<br>{cell.rows:,} rows{cold_text(cell, '<br>')}"
     )
     return f"**MISMATCH** {text}" if cell.mismatch else text
 
@@ -1144,7 +1551,7 @@ def markdown(
     cells: list[Cell],
     context: dict[str, Any],
     engines: list[str],
-    queries: list[Query],
+    queries: dict[str, list[Query]],
 ) -> str:
     sf = context["sf"]
     lines = [f"# pqindex and its peers on TPC-H lineitem, SF{sf:g}", ""]
@@ -1168,8 +1575,24 @@ def markdown(
         "and materialising the result as Arrow (polars: a DataFrame); for the Spark engines, "
         "building the DataFrame (listing, schema, analysis; pqindex.spark also plans, and "
         "reads small selections on the driver, there) plus `toArrow()` (the JSON keeps "
-        "`dataframe_ms` and `action_ms` apart).",
+        "`dataframe_ms` and `action_ms` apart). Spark engines whose name ends in `_connect` "
+        "build their DataFrames through a Spark Connect client of a local server in the same "
+        "JVM as the classic session.",
         "",
+    ]
+    if context.get("cold_runs"):
+        lines += [
+            f"Cold (median of {plural(context['cold_runs'], 'run')}, `cold A / B ms` in a "
+            "cell): A is the query in a fresh Python process, timed from just before the "
+            "process is spawned to the result as Arrow (interpreter start, imports, the "
+            "engine's set-up (a local Spark starts its JVM; a Connect client connects to the "
+            "running server), footers and everything else a first query needs; the page "
+            "cache stays warm). B is the first query on files the process has never seen: a "
+            "fresh process runs the query on a small other file first, untimed, then the "
+            "timed query on the layout.",
+            "",
+        ]
+    lines += [
         "Bytes: "
         + "; ".join(f"{name}: {ENGINES[name].bytes_source}" for name in engines)
         + ". rchar counts what read-type system calls returned, so the page cache does not "
@@ -1187,10 +1610,14 @@ def markdown(
             f"{'yes' if info['page_index'] else 'no'}."
         )
     lines += ["", "## Queries", ""]
-    for q in queries:
-        where = f" WHERE {q.sql_where()}" if q.where is not None else ""
-        lines.append(f"- `{q.name}`: `SELECT {q.select_list()} FROM lineitem{where}`")
-    lines += ["", "## Results", ""]
+    for query_set, listed in queries.items():
+        users = [n for n, info in context["layouts"].items() if info["query_set"] == query_set]
+        lines += [f"{query_set.capitalize()} set (layouts {', '.join(users)}):", ""]
+        for q in listed:
+            where = f" WHERE {q.sql_where()}" if q.where is not None else ""
+            lines.append(f"- `{q.name}`: `SELECT {q.select_list()} FROM lineitem{where}`")
+        lines.append("")
+    lines += ["## Results", ""]
     lines.append("| layout | query | " + " | ".join(engines) + " |")
     lines.append("|---|---|" + "---:|" * len(engines))
     index = {(c.layout, c.query, c.engine): c for c in cells}
@@ -1242,11 +1669,16 @@ def summary(cells: list[Cell]) -> list[str]:
         for r in heavier
     ]
     lines += spark_summary(cells)
-    problems = [c for c in cells if c.mismatch or c.error]
+    lines += cold_summary(cells)
+    problems = [c for c in cells if c.mismatch or c.error or c.cold_error]
     lines += ["", f"Row mismatches and errors: {len(problems)}", ""]
     lines += [
         f"- {c.layout} {c.query} {c.engine}: "
-        + (f"MISMATCH, {c.rows} rows ({c.fingerprint})" if c.mismatch else f"{c.error}")
+        + (
+            f"MISMATCH, {c.rows} rows ({c.fingerprint})"
+            if c.mismatch
+            else f"{c.error or ''}{' cold: ' + c.cold_error if c.cold_error else ''}"
+        )
         for c in problems
     ]
     skipped = sorted({(c.engine, c.skipped) for c in cells if c.skipped})
@@ -1256,24 +1688,62 @@ def summary(cells: list[Cell]) -> list[str]:
 
 
 def spark_summary(cells: list[Cell]) -> list[str]:
-    """pqindex via Spark against Spark's own reader, when both ran."""
+    """pqindex via Spark against Spark's own reader, per mode, when both ran."""
     index = {(c.layout, c.query, c.engine): c for c in cells}
-    pairs = [
-        (c, index.get((c.layout, c.query, "spark")))
-        for c in cells
-        if c.engine == "pqindex_spark" and c.ok and not c.mismatch
-    ]
-    rows = [(mine, spark) for mine, spark in pairs if spark is not None and spark.ok]
-    if not rows:
-        return []
-    lines = ["", "pqindex via Spark against Spark's reader (time ratio):", ""]
-    lines += [
-        f"- {m.layout} {m.query}: {fmt_ms(m.median_ms())} ms vs {fmt_ms(s.median_ms())} ms "
-        f"(x{m.median_ms() / s.median_ms():.2f})"
-        for m, s in rows
-    ]
-    ratios = [m.median_ms() / s.median_ms() for m, s in rows]
-    return [*lines, f"- geometric mean: x{geomean(ratios):.2f} over {len(rows)} queries"]
+    lines: list[str] = []
+    for mine_name, theirs_name in SPARK_PAIRS:
+        pairs = [
+            (c, index.get((c.layout, c.query, theirs_name)))
+            for c in cells
+            if c.engine == mine_name and c.ok and not c.mismatch
+        ]
+        rows = [(mine, spark) for mine, spark in pairs if spark is not None and spark.ok]
+        if not rows:
+            continue
+        lines += ["", f"{mine_name} against {theirs_name} (time ratio):", ""]
+        lines += [
+            f"- {m.layout} {m.query}: {fmt_ms(m.median_ms())} ms vs {fmt_ms(s.median_ms())} ms "
+            f"(x{m.median_ms() / s.median_ms():.2f})"
+            for m, s in rows
+        ]
+        for layout in dict.fromkeys(m.layout for m, _ in rows):
+            ratios = [m.median_ms() / s.median_ms() for m, s in rows if m.layout == layout]
+            slower = sum(r > 1 for r in ratios)
+            lines.append(
+                f"- geometric mean, {layout}: x{geomean(ratios):.2f} over {len(ratios)} "
+                f"queries, slower on {slower}"
+            )
+        ratios = [m.median_ms() / s.median_ms() for m, s in rows]
+        lines.append(f"- geometric mean: x{geomean(ratios):.2f} over {len(rows)} queries")
+    return lines
+
+
+def cold_summary(cells: list[Cell]) -> list[str]:
+    """pqindex's cold figures against the fastest peer's, per mode."""
+    lines: list[str] = []
+    for mode, what in (("process", "fresh process"), ("new_file", "first query on new files")):
+        ratios = []
+        for (layout, query), group in itertools.groupby(cells, key=lambda c: (c.layout, c.query)):
+            row = list(group)
+            mine = next((c for c in row if c.engine == "pqindex"), None)
+            others = [c for c in peers(row) if c.cold_ms(mode) is not None]
+            ours = mine.cold_ms(mode) if mine is not None else None
+            if ours is None or not others:
+                continue
+            best = min(others, key=lambda c: c.cold_ms(mode) or math.inf)
+            theirs = best.cold_ms(mode) or math.nan
+            ratios.append((layout, query, ours, best.engine, theirs))
+        if not ratios:
+            continue
+        lines += ["", f"Cold, {what}: pqindex against the fastest peer:", ""]
+        lines += [
+            f"- {layout} {query}: {fmt_ms(ours)} ms vs {engine} {fmt_ms(theirs)} ms "
+            f"(x{ours / theirs:.2f})"
+            for layout, query, ours, engine, theirs in ratios
+        ]
+        mean = geomean([ours / theirs for _, _, ours, _, theirs in ratios])
+        lines.append(f"- geometric mean: x{mean:.2f} over {len(ratios)} queries")
+    return lines
 
 
 def geomean_text(rows: list[Comparison]) -> str:
@@ -1282,9 +1752,13 @@ def geomean_text(rows: list[Comparison]) -> str:
     return f"time x{times:.2f}, bytes x{geomean(ratios):.2f} over {len(rows)} queries"
 
 
-def chart(cells: list[Cell], engines: list[str], path: Path, title: str) -> None:
-    """Median times on a log scale: one panel per layout, one bar per engine and query."""
-    import matplotlib
+def chart(cells: list[Cell], engines: list[str], path: Path, title: str) -> bool:
+    """Median times on a log scale: one panel per layout, one bar per engine and query
+    (False, and no chart, without matplotlib)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -1320,6 +1794,7 @@ def chart(cells: list[Cell], engines: list[str], path: Path, title: str) -> None
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+    return True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1342,6 +1817,22 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--data-dir", type=Path, default=Path("/tmp/pqindex-bench"))
     p.add_argument("--out", type=Path, default=here / "results")
     p.add_argument("--spark-memory", default="6g", help="spark.driver.memory (default 6g)")
+    p.add_argument(
+        "--spark-mode",
+        choices=("classic", "connect", "both"),
+        default="classic",
+        help="run the Spark engines on a classic session, through a Spark Connect client "
+        "(as spark_connect, pqindex_spark_connect), or both (default classic)",
+    )
+    p.add_argument(
+        "--cold",
+        action="store_true",
+        help="also time each engine's first query in fresh processes (see the docstring)",
+    )
+    p.add_argument("--cold-runs", type=int, default=1, help="cold runs per mode (default 1)")
+    p.add_argument(
+        "--tag", default="", help="suffix of the result files: compare-sf1-TAG.md (default none)"
+    )
     return p.parse_args(argv)
 
 
@@ -1363,14 +1854,49 @@ def select_layouts(names: str, no_spark: bool) -> list[Layout]:
     ]
 
 
-def select_queries(patterns: str, keys: Keys) -> list[Query]:
-    """Queries whose name matches a glob, or whose base name (before the dot) is given."""
+def select_queries(patterns: str, keys: Keys, query_set: str = "standard") -> list[Query]:
+    """Queries of a set whose name matches a glob, or whose base name (before the dot) is
+    given."""
     globs = [p.strip() for p in patterns.split(",") if p.strip()]
     return [
         q
-        for q in build_queries(keys)
+        for q in QUERY_SETS[query_set](keys)
         if any(fnmatch.fnmatch(q.name, g) or q.name.startswith(g + ".") for g in globs)
     ]
+
+
+def select_engines(names: str, mode: str, no_spark: bool) -> list[str]:
+    """The engines asked for, with the Spark ones in the modes asked for."""
+    picked = chosen(names, list(ENGINES), "engines")
+    out: list[str] = []
+    for name in picked:
+        twin = CONNECT_TWINS.get(name)
+        if twin is None:
+            out.append(name)
+            continue
+        if mode in ("classic", "both"):
+            out.append(name)
+        if mode in ("connect", "both"):
+            out.append(twin)
+    out = list(dict.fromkeys(out))
+    if no_spark:
+        out = [e for e in out if not ENGINES[e].needs_spark]
+    return out
+
+
+def write_cold_warmup(raw: Path, root: Path) -> Path:
+    """A directory with one small lineitem file (the raw file's first rows, pqindex.write):
+    what a cold process reads before the layout in the new-file mode."""
+    out = root / "cold-warmup"
+    if (out / DONE).exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    schema = plain_string_schema(pq.read_schema(raw))
+    first = next(pq.ParquetFile(raw).iter_batches(batch_size=10_000)).cast(schema)
+    pqindex_write(pa.Table.from_batches([first], schema), out / "part-0.parquet")
+    (out / DONE).touch()
+    return out
 
 
 def needs_spark(layouts: list[Layout], engine_names: list[str], root: Path) -> bool:
@@ -1390,50 +1916,83 @@ def main(argv: Sequence[str] | None = None) -> None:
         "machine": machine(),
         "versions": versions(),
     }
-    engine_names = chosen(args.engines, list(ENGINES), "engines")
-    if args.no_spark:
-        engine_names = [e for e in engine_names if not ENGINES[e].needs_spark]
+    engine_names = select_engines(args.engines, args.spark_mode, args.no_spark)
     layouts = select_layouts(args.layouts, args.no_spark)
+    context["spark_mode"] = args.spark_mode
+    context["cold_runs"] = args.cold_runs if args.cold else 0
 
     root = args.data_dir / f"sf{args.sf:g}"
     raw = generate_raw(root, args.sf)
-    spark = None
+    sessions = None
     if needs_spark(layouts, engine_names, root):
-        spark = spark_env.start_spark(args.spark_memory, root / "spark-warehouse")
-        SparkEngine.spark = spark
+        connect = any(getattr(ENGINES[name], "connect", False) for name in engine_names)
+        sessions = spark_env.start_sessions(
+            args.spark_memory, root / "spark-warehouse", connect=connect
+        )
+        SparkEngine.spark = sessions.classic
+        SparkEngine.client = sessions.connect
+        SparkEngine.connect_url = sessions.connect_url
+        SparkEngine.driver_memory = args.spark_memory
+        SparkEngine.warehouse = root / "spark-warehouse-cold"
+    spark = sessions.classic if sessions is not None else None
     paths = {lay.name: build_layout(lay, raw, root, spark) for lay in layouts}
     context["layouts"] = {
-        lay.name: {"description": lay.description, **describe_files(paths[lay.name])}
+        lay.name: {
+            "description": lay.description,
+            "query_set": lay.query_set,
+            **describe_files(paths[lay.name]),
+        }
         for lay in layouts
     }
     keys = pick_keys(raw)
     context["keys"] = asdict(keys)
-    queries = select_queries(args.queries, keys)
+    queries = {
+        query_set: select_queries(args.queries, keys, query_set)
+        for query_set in dict.fromkeys(lay.query_set for lay in layouts)
+    }
+    plan = {lay.name: (paths[lay.name], queries[lay.query_set]) for lay in layouts}
+    cold = Cold(args.cold_runs, write_cold_warmup(raw, root)) if args.cold else None
 
     engines = [ENGINES[name]() for name in engine_names]
-    cells = run_all(paths, queries, engines, args.runs)
+    cells = run_all(plan, engines, args.runs, cold)
 
     context["total_seconds"] = time.perf_counter() - started
     context["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
-    write_results(args.out, cells, context, engine_names, queries)
-    if spark is not None:
-        spark.stop()
+    write_results(args.out, cells, context, engine_names, queries, args.tag)
+    if sessions is not None:
+        sessions.stop()
 
 
 def write_results(
-    out: Path, cells: list[Cell], context: dict[str, Any], engines: list[str], queries: list[Query]
+    out: Path,
+    cells: list[Cell],
+    context: dict[str, Any],
+    engines: list[str],
+    queries: dict[str, list[Query]],
+    tag: str = "",
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"compare-sf{context['sf']:g}"
+    name = f"compare-sf{context['sf']:g}" + (f"-{tag}" if tag else "")
+
+    def stem(suffix: str) -> Path:  # not with_suffix: "sf0.1" holds a dot
+        return out / f"{name}{suffix}"
+
     md = markdown(cells, context, engines, queries)
-    stem.with_suffix(".md").write_text(md)
+    stem(".md").write_text(md)
     raw = {
         **context,
         "queries": [
-            {"name": q.name, "where": q.sql_where(), "columns": q.columns} for q in queries
+            {"set": query_set, "name": q.name, "where": q.sql_where(), "columns": q.columns}
+            for query_set, listed in queries.items()
+            for q in listed
         ],
         "cells": [
-            asdict(c) | {"median_ms": c.median_ms() if c.ok else None, "bytes": c.bytes_read()}
+            asdict(c)
+            | {
+                "median_ms": c.median_ms() if c.ok else None,
+                "bytes": c.bytes_read(),
+                **{f"cold_{mode}_ms": c.cold_ms(mode) for mode in COLD_MODES},
+            }
             for c in cells
         ],
         "comparisons": [
@@ -1441,14 +2000,15 @@ def write_results(
             for r in compare(cells)
         ],
     }
-    stem.with_suffix(".json").write_text(json.dumps(raw, indent=1, default=str) + "\n")
-    chart(
+    stem(".json").write_text(json.dumps(raw, indent=1, default=str) + "\n")
+    charted = chart(
         cells,
         engines,
-        stem.with_suffix(".png"),
+        stem(".png"),
         f"TPC-H lineitem SF{context['sf']:g}, warm, median ms (log)",
     )
-    print(f"\nwrote {stem}.md, .json and .png in {context['total_seconds'] / 60:.1f} min")
+    kinds = ".json and .png" if charted else ".json (no .png: matplotlib is not installed)"
+    print(f"\nwrote {out / name}.md, {kinds} in {context['total_seconds'] / 60:.1f} min")
     print("\n".join(summary(cells)))
 
 

@@ -1,5 +1,5 @@
-"""Spark for the peer comparison: a local session, the Spark-written layouts, and the bytes a
-Spark query read.
+"""Spark for the peer comparison: a local session (optionally a Spark Connect server too, and
+a client of it), the Spark-written layouts, and the bytes a Spark query read.
 
 Bytes are the growth of ``rchar`` in the driver JVM's ``/proc/<pid>/io`` while the action runs
 (local mode: the executors are threads of that JVM). Spark's own task input metrics
@@ -8,16 +8,24 @@ with parquet-mr 1.17 they count little more than the footers: column chunks are 
 Hadoop vectored reads on other threads, which the thread-local file-system statistics behind
 ``bytesRead`` do not see. With ``parquet.hadoop.vectored.io.enabled=false`` the two agree
 within a few kB.
+
+Spark Connect runs as ``SparkSession.builder.remote("local[2]")`` runs it and as the tests'
+``spark`` fixture does: a local Spark with the Connect plugin in this process's JVM, on a free
+port of the loopback interface, and a client of it. The Connect server's queries therefore run
+in the same JVM as the classic session's, so the JVM's ``rchar`` counts their reads as well.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +44,56 @@ SPARK_CONF = {
 }
 
 
-def start_spark(driver_memory: str, warehouse: Path) -> Any:
-    """A local[2] session with Spark's defaults for Parquet (page index and bloom filters on)."""
+#: What makes the local Spark a Spark Connect server too (the port is added per run).
+CONNECT_CONF = {
+    "spark.plugins": "org.apache.spark.sql.connect.SparkConnectPlugin",
+    "spark.connect.grpc.binding.address": "127.0.0.1",
+    "spark.sql.artifact.isolation.enabled": "true",
+    "spark.sql.artifact.isolation.alwaysApplyClassloader": "true",
+}
+#: PySpark's shared functions pick classic or Connect by this variable (see connect_mode).
+CONNECT_ENV = "SPARK_CONNECT_MODE_ENABLED"
+
+
+@dataclass
+class Sessions:
+    """The in-process Spark (``classic``; also the Connect server when ``connect_url`` is
+    set) and a Spark Connect client of it."""
+
+    classic: Any
+    connect: Any = None
+    connect_url: str | None = None
+
+    def stop(self) -> None:
+        if self.connect is not None:
+            with connect_mode():
+                self.connect.stop()
+        self.classic.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_spark(
+    driver_memory: str,
+    warehouse: Path,
+    *,
+    connect_port: int | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> Any:
+    """A local[2] session with Spark's defaults for Parquet (page index and bloom filters on),
+    serving Spark Connect on ``connect_port`` when given."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master("local[2]").appName("pqindex-compare")
-    for key, value in SPARK_CONF.items():
+    settings = {**SPARK_CONF, **(conf or {})}
+    if connect_port is not None:
+        settings |= {**CONNECT_CONF, "spark.connect.grpc.binding.port": str(connect_port)}
+    for key, value in settings.items():
         builder = builder.config(key, value)
     builder = builder.config("spark.driver.memory", driver_memory)
     builder = builder.config("spark.sql.warehouse.dir", str(warehouse))
@@ -51,12 +102,74 @@ def start_spark(driver_memory: str, warehouse: Path) -> Any:
     return session
 
 
-def write_spark_layout(spark: Any, raw: Path, out: Path, bloom_columns: Sequence[str] = ()) -> None:
+def start_sessions(
+    driver_memory: str,
+    warehouse: Path,
+    *,
+    connect: bool,
+    conf: Mapping[str, str] | None = None,
+) -> Sessions:
+    """The local Spark, and with ``connect`` a Connect server in it and a client of it."""
+    if not connect:
+        return Sessions(start_spark(driver_memory, warehouse, conf=conf))
+    port = free_port()
+    classic = start_spark(driver_memory, warehouse, connect_port=port, conf=conf)
+    url = f"sc://127.0.0.1:{port}"
+    return Sessions(classic, connect_client(url), url)
+
+
+def connect_client(url: str) -> Any:
+    """A Spark Connect session on the server at ``url``."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    with connect_mode():
+        return ConnectSession.builder.remote(url).getOrCreate()
+
+
+@contextlib.contextmanager
+def connect_mode() -> Iterator[None]:
+    """``SPARK_CONNECT_MODE_ENABLED`` set while a Connect client works, and as it was after,
+    so that the classic session in the same process keeps PySpark's classic functions."""
+    before = os.environ.get(CONNECT_ENV)
+    os.environ[CONNECT_ENV] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CONNECT_ENV, None)
+        else:
+            os.environ[CONNECT_ENV] = before
+
+
+def write_spark_layout(
+    spark: Any,
+    raw: Path,
+    out: Path,
+    bloom_columns: Sequence[str] = (),
+    *,
+    files: int | None = None,
+    sort_by: Sequence[str] = (),
+    page_rows: int | None = None,
+    row_group_bytes: int | None = None,
+) -> None:
     """Rewrite ``raw`` as Spark writes it by default (parquet-mr, 128 MB row groups), with
-    parquet-mr bloom filters at their default size on ``bloom_columns``."""
-    writer = spark.read.parquet(str(raw)).write.mode("overwrite")
+    parquet-mr bloom filters at their default size on ``bloom_columns``.
+
+    With ``files``, the rows are range-partitioned by the first of ``sort_by`` into that
+    many files (an explicit partition count, which adaptive execution keeps; rows with one
+    value stay in one file), each sorted by ``sort_by``;
+    ``page_rows`` sets parquet-mr's ``parquet.page.row.count.limit`` and ``row_group_bytes``
+    its ``parquet.block.size`` (large enough, one row group per file)."""
+    df = spark.read.parquet(str(raw))
+    if files is not None:
+        df = df.repartitionByRange(files, sort_by[0]).sortWithinPartitions(*sort_by)
+    writer = df.write.mode("overwrite")
     for column in bloom_columns:
         writer = writer.option(f"parquet.bloom.filter.enabled#{column}", "true")
+    if page_rows is not None:
+        writer = writer.option("parquet.page.row.count.limit", str(page_rows))
+    if row_group_bytes is not None:
+        writer = writer.option("parquet.block.size", str(row_group_bytes))
     writer.parquet(str(out))
 
 
