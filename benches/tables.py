@@ -960,17 +960,18 @@ def pqindex_text(cells: list[Cell]) -> list[str]:
         "",
         "## pqindex's plans (last timed run)",
         "",
-        "| table | query | plan ms | files kept | by table stats | by indexes | pages read "
-        "| rows scanned | bytes | requests |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| table | query | plan ms | then read ms | files kept | by table stats | by indexes "
+        "| pages read | rows scanned | bytes | requests |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for c in cells:
         m = c.metrics
         if c.engine != "pqindex" or not c.ok or "files" not in m:
             continue
         plan = f"{m['plan_ms']:.1f}" if "plan_ms" in m else "n/a"
+        read = f"{c.seconds[-1] * 1000 - m['plan_ms']:.1f}" if "plan_ms" in m else "n/a"
         lines.append(
-            f"| {c.layout} | {c.query} | {plan} | {m['files'] - m['files_pruned']:,} of "
+            f"| {c.layout} | {c.query} | {plan} | {read} | {m['files'] - m['files_pruned']:,} of "
             f"{m['files']:,} | {m['files_pruned_by_table_stats']:,} | "
             f"{m['files_pruned_by_index']:,} files, {m['rows_pruned_by_index']:,} rows | "
             f"{m['pages_read']:,} | {m['rows_scanned']:,} | "
@@ -1065,7 +1066,7 @@ def write_results(
     queries: list[Query],
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"tables-sf{context['sf']:g}"
+    stem = out / f"tables-sf{context['sf']:g}{context['suffix']}"
     md, js = Path(f"{stem}.md"), Path(f"{stem}.json")  # not with_suffix: sf0.1 has a dot
     md.write_text(markdown(cells, planning, context, engines, queries))
     raw = {
@@ -1106,8 +1107,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--cold-runs", type=int, default=3, help="fresh processes per plan figure")
     p.add_argument("--no-planning", action="store_true")
     p.add_argument("--no-queries", action="store_true")
+    p.add_argument("--build-only", action="store_true", help="write the tables and stop")
     p.add_argument("--data-dir", type=Path, default=here / "data")
     p.add_argument("--out", type=Path, default=here / "results")
+    p.add_argument("--suffix", default="", help="added to the result files' names")
     return p.parse_args(argv)
 
 
@@ -1117,6 +1120,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     context: dict[str, Any] = {
         "sf": args.sf,
         "runs": args.runs,
+        "suffix": args.suffix,
         "command": shlex.join(["python", *sys.argv]),
         "started": dt.datetime.now().isoformat(timespec="seconds"),
         "machine": compare.machine(),
@@ -1153,6 +1157,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     context["planning_layouts"] = {layout.name: build_many(layout, data) for layout in many}
     loaded.clear()
     gc.collect()
+    if args.build_only:
+        return
 
     cells: list[Cell] = []
     context["indexes"] = {}
