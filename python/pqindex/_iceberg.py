@@ -276,6 +276,7 @@ def scan(
         schema = table.schema()
         files = None
         version = -1
+        cache_key = None
     else:
         # As pyiceberg reads: the table's current schema for its current snapshot (renames
         # make no snapshot), the snapshot's own when traveling back in time.
@@ -283,6 +284,7 @@ def scan(
         schema = table.schema() if current else schemas.get(snapshot.schema_id, table.schema())
         files = _files_table(table, snapshot, schema)
         version = snapshot.snapshot_id
+        cache_key = f"iceberg:{table.metadata.table_uuid}:{version}:{schema.schema_id}"
     arrow_schema = schema_to_pyarrow(schema)
     return _native.scan_table(
         files,
@@ -297,6 +299,7 @@ def scan(
         storage_options={**storage_options(table), **(options or {})} or None,
         keys=keys,
         on=None if on is None else list(on),
+        cache_key=cache_key,
     )
 
 

@@ -174,6 +174,7 @@ def scan_table(
     storage_options: StorageOptions | None = None,
     keys: _ArrowStream | _ArrowArray | None = None,
     on: Sequence[str] | None = None,
+    cache_key: str | None = None,
 ) -> Scan:
     """Plan a scan of a table snapshot planned elsewhere (an Iceberg table's): ``files`` one
     row per data file (path, size, records, deleted positions, ``min:``/``max:``/``nulls:``

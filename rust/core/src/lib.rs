@@ -57,7 +57,7 @@ pub use index::verify::{verify, Checked};
 pub use metadata::{global_cache, read_metadata, CacheInfo, FileFooter, MetadataCache};
 pub use source::list_source;
 pub use table::delta::delta_puffins as delta_index_files;
-pub use table::files::snapshot_from_arrow;
+pub use table::files::{cached_snapshot_from_arrow, snapshot_from_arrow};
 pub use table::indexes::{
     change_delta_indexes, change_snapshot_indexes, DropFilter, IndexChange, TableIndexReport,
     TableIndexes,

@@ -249,7 +249,7 @@ pub fn scan(
 /// manifests): `files` one row per data file (see `table::files`), `schema` the table's
 /// columns with their field ids.
 #[pyfunction]
-#[pyo3(signature = (files, schema, *, root, version, index_files=Vec::new(), r#where=None, columns=None, batch_size=65536, threads=None, storage_options=None, keys=None, on=None))]
+#[pyo3(signature = (files, schema, *, root, version, index_files=Vec::new(), r#where=None, columns=None, batch_size=65536, threads=None, storage_options=None, keys=None, on=None, cache_key=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan_table(
     py: Python<'_>,
@@ -265,23 +265,27 @@ pub fn scan_table(
     storage_options: Option<StorageOptions>,
     keys: Option<AnyRecordBatch>,
     on: Option<Vec<String>>,
+    cache_key: Option<String>,
 ) -> PyResult<PyScan> {
     let keys = key_spec(keys, on)?;
-    let batches = match files {
+    let batches = move || match files {
         Some(f) => f
-            .into_reader()?
+            .into_reader()
+            .map_err(|e| pqindex_core::Error::InvalidArgument(e.to_string()))?
             .collect::<Result<Vec<_>, _>>()
-            .map_err(arrow_to_core)
-            .py()?,
-        None => Vec::new(),
+            .map_err(arrow_to_core),
+        None => Ok(Vec::new()),
     };
-    let mut snapshot = pqindex_core::snapshot_from_arrow(
-        pqindex_core::TableFormat::Iceberg,
-        &root,
-        version,
-        schema.into_inner(),
-        &batches,
-    )
+    let format = pqindex_core::TableFormat::Iceberg;
+    let schema = schema.into_inner();
+    let mut snapshot = match &cache_key {
+        // The snapshot's files, converted once per process.
+        Some(key) => {
+            pqindex_core::cached_snapshot_from_arrow(key, format, &root, version, schema, batches)
+        }
+        None => batches()
+            .and_then(|b| pqindex_core::snapshot_from_arrow(format, &root, version, schema, &b)),
+    }
     .py()?;
     snapshot.index_files = index_files;
     if storage_options.is_some() {

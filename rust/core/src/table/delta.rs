@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::metadata::schema::FIELD_ID;
 use crate::predicate::Value;
 use crate::table::columns::{table_error, with_metadata_value, with_physical_names};
+use crate::table::snapshot_cache::{self, SnapshotFiles};
 use crate::table::values::{from_text, value_as};
 use crate::table::{ColumnStats, TableFile, TableFormat, TableOptions, TableSnapshot};
 
@@ -170,6 +171,40 @@ pub fn snapshot(root: &str, opts: &TableOptions) -> Result<TableSnapshot> {
             .map_err(err)?,
         _ => latest,
     };
+    // Local paths as the files' paths are (absolute), so indexes key files relative to it.
+    let table_root = match url.to_file_path() {
+        Ok(p) if url.scheme() == "file" => p.to_string_lossy().trim_end_matches('/').to_string(),
+        _ => root.to_string(),
+    };
+    let committed_ms = snapshot.get_timestamp(&engine).map_err(err)?;
+    let key = format!("delta:{url}:{}:{committed_ms}", snapshot.version());
+    let planned = match snapshot_cache::get(&key) {
+        Some(found) => found,
+        None => {
+            let planned = Arc::new(snapshot_files(&snapshot, &engine, root)?);
+            snapshot_cache::put(key, planned.clone());
+            planned
+        }
+    };
+    Ok(TableSnapshot {
+        format: TableFormat::Delta,
+        index_files: delta_puffins(&table_root)?,
+        root: table_root,
+        version: snapshot.version() as i64,
+        schema: planned.schema.clone(),
+        partitions: planned.partitions.clone(),
+        files: planned.files.clone(),
+    })
+}
+
+/// The kernel snapshot's files, with their statistics, partition values and deletes, and
+/// its columns under their logical names.
+fn snapshot_files(
+    snapshot: &Arc<Snapshot>,
+    engine: &dyn Engine,
+    root: &str,
+) -> Result<SnapshotFiles> {
+    let err = |e: delta_kernel::KernelError| kernel_error(root, e);
     let scan = snapshot
         .clone()
         .scan_builder()
@@ -209,7 +244,7 @@ pub fn snapshot(root: &str, opts: &TableOptions) -> Result<TableSnapshot> {
     let leaves = leaf_paths(&data);
 
     let mut files = Vec::new();
-    for meta in scan.scan_metadata(&engine).map_err(err)? {
+    for meta in scan.scan_metadata(engine).map_err(err)? {
         let meta = meta.map_err(err)?;
         let batch = meta
             .scan_files
@@ -245,7 +280,7 @@ pub fn snapshot(root: &str, opts: &TableOptions) -> Result<TableSnapshot> {
         for (f, row) in visited.into_iter().zip(selected) {
             let deleted = f
                 .dv_info
-                .get_row_indexes(&engine, scan.table_root())
+                .get_row_indexes(engine, scan.table_root())
                 .map_err(err)?
                 .map(|mut rows| {
                     rows.sort_unstable();
@@ -292,19 +327,10 @@ pub fn snapshot(root: &str, opts: &TableOptions) -> Result<TableSnapshot> {
             });
         }
     }
-    // Local paths as the files' paths are (absolute), so indexes key files relative to it.
-    let root = match url.to_file_path() {
-        Ok(p) if url.scheme() == "file" => p.to_string_lossy().trim_end_matches('/').to_string(),
-        _ => root.to_string(),
-    };
-    Ok(TableSnapshot {
-        format: TableFormat::Delta,
-        index_files: delta_puffins(&root)?,
-        root,
-        version: snapshot.version() as i64,
+    Ok(SnapshotFiles {
         schema: Arc::new(Schema::new(data)),
         partitions,
-        files,
+        files: Arc::new(files),
     })
 }
 

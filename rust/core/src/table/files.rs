@@ -16,6 +16,7 @@ use arrow_schema::{DataType, Field, SchemaRef};
 
 use crate::error::{Error, Result};
 use crate::predicate::Value;
+use crate::table::snapshot_cache::{self, SnapshotFiles};
 use crate::table::values::value_as;
 use crate::table::{ColumnStats, TableFile, TableFormat, TableSnapshot};
 
@@ -39,6 +40,41 @@ fn leaves(fields: &[Arc<Field>]) -> Vec<(String, Vec<String>, DataType)> {
         .iter()
         .for_each(|f| visit(f, &mut Vec::new(), &mut out));
     out
+}
+
+/// `snapshot_from_arrow`, converted once per process for the snapshot `key` names (see
+/// `snapshot_cache`); `batches` are asked for only when it is not kept.
+pub fn cached_snapshot_from_arrow(
+    key: &str,
+    format: TableFormat,
+    root: &str,
+    version: i64,
+    schema: SchemaRef,
+    batches: impl FnOnce() -> Result<Vec<RecordBatch>>,
+) -> Result<TableSnapshot> {
+    if let Some(kept) = snapshot_cache::get(key) {
+        if kept.schema == schema {
+            return Ok(TableSnapshot {
+                format,
+                root: root.to_string(),
+                version,
+                schema: kept.schema.clone(),
+                partitions: kept.partitions.clone(),
+                files: kept.files.clone(),
+                index_files: Vec::new(),
+            });
+        }
+    }
+    let snapshot = snapshot_from_arrow(format, root, version, schema, &batches()?)?;
+    snapshot_cache::put(
+        key.to_string(),
+        Arc::new(SnapshotFiles {
+            schema: snapshot.schema.clone(),
+            partitions: snapshot.partitions.clone(),
+            files: snapshot.files.clone(),
+        }),
+    );
+    Ok(snapshot)
 }
 
 /// The snapshot `batches` (rows as described above) describe, of a table with `schema`.
@@ -140,7 +176,7 @@ pub fn snapshot_from_arrow(
         version,
         schema,
         partitions: Vec::new(),
-        files,
+        files: Arc::new(files),
         index_files: Vec::new(),
     })
 }

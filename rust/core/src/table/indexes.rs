@@ -311,7 +311,7 @@ fn build(
             ("version".into(), l.version.to_string()),
         ]),
     };
-    for f in &snapshot.files {
+    for f in snapshot.files.iter() {
         let data = StorageFile::open(&f.path, Arc::new(IoStats::default()))?;
         let md = cache.get(&data, false)?.0;
         let mut physical_specs = Vec::new();

@@ -15,6 +15,7 @@ pub mod files;
 pub mod indexes;
 pub mod kernel_store;
 pub mod puffin;
+pub mod snapshot_cache;
 pub mod stats;
 pub mod values;
 
@@ -39,7 +40,8 @@ pub struct TableSnapshot {
     pub schema: SchemaRef,
     /// Partition columns, whose values the metadata holds for each file.
     pub partitions: Vec<Field>,
-    pub files: Vec<TableFile>,
+    /// Shared with the process's snapshot cache (`snapshot_cache`).
+    pub files: Arc<Vec<TableFile>>,
     /// Puffin files holding indexes of the files (`indexes.rs`).
     pub index_files: Vec<String>,
 }

@@ -118,11 +118,11 @@ mod tests {
             version: 0,
             schema: Arc::new(schema.clone()),
             partitions: Vec::new(),
-            files: vec![
+            files: Arc::new(vec![
                 file("a", Some((0, 99, 0))),
                 file("b", Some((100, 199, 5))),
                 file("c", None),
-            ],
+            ]),
             index_files: Vec::new(),
         };
         (
