@@ -329,6 +329,7 @@ _INTERRUPTED = textwrap.dedent(
         return names.count("pqindex")
 
     print("start", flush=True)
+    began = time.monotonic()
     indexes = [pqindex.NgramIndex("s"), pqindex.DistinctIndex("u", granularity="page")]
     try:
         if op == "add":
@@ -339,7 +340,7 @@ _INTERRUPTED = textwrap.dedent(
             pqindex.Catalog.build(path, ["u", "k"], bloom=["s", "u"])
         elif op == "scan":
             pqindex.scan(path, '"s" LIKE \\'%-%\\'', threads=1, batch_size=8192).to_arrow()
-        print("finished", flush=True)
+        print("finished", round(time.monotonic() - began, 3), flush=True)
     except KeyboardInterrupt:
         deadline = time.monotonic() + 0.2  # a thread that has sent its result may linger
         while workers() and time.monotonic() < deadline:
@@ -357,9 +358,7 @@ def big_table(n: int) -> pa.Table:
     return pa.table({"k": pa.array(np.arange(n), pa.int64()), "u": u, "s": s})
 
 
-def interrupt(op: str, path: Path, after: float) -> tuple[str, float]:
-    """Run ``op`` on ``path`` in a child, send it SIGINT ``after`` seconds after it starts,
-    and return what it printed last and how long it took to stop after the signal."""
+def _child(op: str, path: Path) -> subprocess.Popen[str]:
     p = subprocess.Popen(
         [sys.executable, "-c", _INTERRUPTED, op, str(path)],
         stdout=subprocess.PIPE,
@@ -368,6 +367,23 @@ def interrupt(op: str, path: Path, after: float) -> tuple[str, float]:
     )
     assert p.stdout is not None
     assert p.stdout.readline().strip() == "start"
+    return p
+
+
+def duration(op: str, path: Path) -> float:
+    """How long ``op`` takes on ``path`` when nothing stops it, so that the interrupting run
+    can send its signal half-way through on a fast machine as on a loaded one."""
+    out, err = _child(op, path).communicate(timeout=120)
+    word, seconds = out.split()
+    assert word == "finished", err
+    return float(seconds)
+
+
+def interrupt(op: str, path: Path, after: float) -> tuple[str, float]:
+    """Run ``op`` on ``path`` in a child, send it SIGINT ``after`` seconds after it starts,
+    and return what it printed last and how long it took to stop after the signal."""
+    p = _child(op, path)
+    assert p.stdout is not None
     time.sleep(after)
     sent = time.monotonic()
     p.send_signal(signal.SIGINT)
@@ -388,10 +404,14 @@ def big_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_ctrl_c_stops_an_index_build_promptly_and_leaves_no_temporary_file(
     op: str, big_file: Path, tmp_path: Path
 ) -> None:
+    trial = big_file.parent / f"{op}-trial.parquet"
+    trial.write_bytes(big_file.read_bytes())
+    took = duration(op, trial)
+    assert took > 0.1, took  # long enough to be stopped half-way
     path = tmp_path / "t.parquet"
     path.write_bytes(big_file.read_bytes())
     before = path.read_bytes()
-    last, stopped = interrupt(op, path, 0.5)
+    last, stopped = interrupt(op, path, took / 2)
     assert last == "interrupted 0", last
     assert stopped < 1.0, stopped
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.parquet"]
@@ -415,7 +435,10 @@ def test_ctrl_c_stops_a_catalog_build(big_file: Path, tmp_path: Path) -> None:
     root.mkdir()
     for i in range(40):  # each file summarised (blooms of two columns) in well under 1 s
         os.link(one, root / f"part-{i:03d}.parquet")
-    last, stopped = interrupt("catalog", root, 0.5)
+    took = duration("catalog", root)
+    assert took > 0.1, took
+    shutil.rmtree(root / "_pqindex")
+    last, stopped = interrupt("catalog", root, took / 2)
     assert last == "interrupted 0", last
     assert stopped < 1.0, stopped
     catalog_dir = root / "_pqindex"
