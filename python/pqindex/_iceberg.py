@@ -224,6 +224,7 @@ def scan(
     options: Mapping[str, Any] | None = None,
     keys: Any = None,
     on: Sequence[str] | None = None,
+    read_ahead: int | None = None,
 ) -> Any:
     """A pqindex scan of an Iceberg table's snapshot (see the module doc). The object
     store is reached with the table's FileIO properties, ``options`` over them."""
@@ -256,6 +257,7 @@ def scan(
         storage_options={**storage_options(table), **(options or {})} or None,
         keys=keys,
         on=None if on is None else list(on),
+        read_ahead=read_ahead,
     )
 
 
