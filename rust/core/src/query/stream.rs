@@ -30,9 +30,10 @@ use crate::read::split::{balance, Piece};
 use crate::read::{memory_estimate, read_unit};
 
 /// The read-ahead of a stream whose scan names none, until [`set_read_ahead`] changes it.
-/// With the consumer's own unit, the batch it holds and the allocator's slack, a scan of
-/// files with row groups of up to about 128 MiB stays within 512 MiB.
-pub const DEFAULT_READ_AHEAD: usize = 256 << 20;
+/// With the consumer's own unit, the batch it holds and what each thread's allocator
+/// keeps, a `SELECT *` of TPC-H lineitem in row groups of a million rows stays within
+/// 512 MiB on up to 8 threads (`docs/reliability-memory.md`).
+pub const DEFAULT_READ_AHEAD: usize = 128 << 20;
 
 /// Not set yet: the first read takes `PQINDEX_READ_AHEAD` or the default.
 const UNSET: usize = usize::MAX;
