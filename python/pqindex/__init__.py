@@ -28,8 +28,10 @@ from pqindex._native import (
     approx_distinct,
     clear_metadata_cache,
     metadata_cache_info,
+    read_ahead,
     read_metadata,
     set_metadata_cache_capacity,
+    set_read_ahead,
     verify,
 )
 from pqindex._scan import scan
@@ -70,10 +72,12 @@ __all__ = [
     "drop_indexes",
     "list_indexes",
     "metadata_cache_info",
+    "read_ahead",
     "read_metadata",
     "recover",
     "scan",
     "set_metadata_cache_capacity",
+    "set_read_ahead",
     "verify",
     "write",
 ]

@@ -265,6 +265,7 @@ def scan(
     options: Mapping[str, Any] | None = None,
     keys: Any = None,
     on: Sequence[str] | None = None,
+    read_ahead: int | None = None,
 ) -> Any:
     """A pqindex scan of an Iceberg table's snapshot (see the module doc). The object
     store is reached with the table's FileIO properties, ``options`` over them."""
@@ -300,6 +301,7 @@ def scan(
         keys=keys,
         on=None if on is None else list(on),
         cache_key=cache_key,
+        read_ahead=read_ahead,
     )
 
 

@@ -159,6 +159,7 @@ def scan(
     timestamp_ms: int | None = None,
     keys: _ArrowStream | _ArrowArray | None = None,
     on: Sequence[str] | None = None,
+    read_ahead: int | None = None,
 ) -> Scan: ...
 def scan_table(
     files: _ArrowStream | _ArrowArray | None,
@@ -175,6 +176,7 @@ def scan_table(
     keys: _ArrowStream | _ArrowArray | None = None,
     on: Sequence[str] | None = None,
     cache_key: str | None = None,
+    read_ahead: int | None = None,
 ) -> Scan:
     """Plan a scan of a table snapshot planned elsewhere (an Iceberg table's): ``files`` one
     row per data file (path, size, records, deleted positions, ``min:``/``max:``/``nulls:``
@@ -192,7 +194,16 @@ def read_units(
     threads: int | None = None,
     catalog: str | None = None,
     storage_options: StorageOptions | None = None,
+    read_ahead: int | None = None,
 ) -> Scan: ...
+def set_read_ahead(read_ahead_bytes: int) -> None:
+    """Bound what a scan's stream holds for row groups ahead of the consumer (fetched pages
+    and decoded batches), for scans that do not name their own ``read_ahead``."""
+
+def read_ahead() -> int:
+    """The read-ahead budget, in bytes, of scans that do not name their own: the last
+    ``set_read_ahead``, else ``PQINDEX_READ_AHEAD`` from the environment, else 128 MiB."""
+
 def read_metadata(
     path: StrPath, *, page_index: bool = True, storage_options: StorageOptions | None = None
 ) -> FileMetadata: ...

@@ -52,6 +52,7 @@ def scan(
     snapshot_id: int | None = None,
     keys: Any = None,
     on: str | Sequence[str] | None = None,
+    read_ahead: int | None = None,
 ) -> Scan:
     """Plan a scan of ``source``, pruning with ``where`` (SQL as DuckDB reads it).
 
@@ -66,6 +67,10 @@ def scan(
     current snapshot, or ``snapshot_id``, or the one current at ``timestamp``). A table is
     read as its metadata says: only the snapshot's files, its partition values and
     statistics, its deletes applied, its columns under their current names.
+
+    ``read_ahead`` bounds, in bytes, what the scan's stream holds for row groups ahead of
+    the one the consumer is reading (their fetched pages and decoded batches); by default
+    the process-wide ``pqindex.read_ahead()`` (128 MiB; ``pqindex.set_read_ahead``).
     """
     from pqindex import _iceberg
 
@@ -87,6 +92,7 @@ def scan(
             options=storage_options,
             keys=key_data,
             on=on_columns,
+            read_ahead=read_ahead,
         )
         return planned
     if snapshot_id is not None:
@@ -103,4 +109,5 @@ def scan(
         timestamp_ms=timestamp_ms(timestamp),
         keys=key_data,
         on=on_columns,
+        read_ahead=read_ahead,
     )

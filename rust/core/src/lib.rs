@@ -40,7 +40,7 @@ pub use predicate::keys::KeySpec;
 pub use query::aggregate::{aggregate, AggregateOptions, Aggregation};
 pub use query::parallel::default_threads;
 pub use query::scan::{Scan, ScanOptions};
-pub use query::stream::ScanStream;
+pub use query::stream::{read_ahead, set_read_ahead, ScanStream, DEFAULT_READ_AHEAD};
 
 pub use catalog::{
     default_columns as default_catalog_columns, Catalog, CatalogColumn, CatalogReport,

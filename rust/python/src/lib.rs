@@ -40,6 +40,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(scan::list_files, m)?)?;
     m.add_function(wrap_pyfunction!(source::is_object_url, m)?)?;
     m.add_function(wrap_pyfunction!(scan::read_units, m)?)?;
+    m.add_function(wrap_pyfunction!(scan::set_read_ahead, m)?)?;
+    m.add_function(wrap_pyfunction!(scan::read_ahead, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::read_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::metadata_cache_info, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::set_metadata_cache_capacity, m)?)?;

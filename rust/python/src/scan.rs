@@ -139,7 +139,7 @@ impl PyScan {
 /// Read `units` (rows of `Scan.units()`, from a plan made elsewhere) with the planning
 /// scan's `where`, `columns` and `now_ns`.
 #[pyfunction]
-#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None, catalog=None, storage_options=None))]
+#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None, catalog=None, storage_options=None, read_ahead=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn read_units(
     py: Python<'_>,
@@ -151,6 +151,7 @@ pub fn read_units(
     threads: Option<usize>,
     catalog: Option<String>,
     storage_options: Option<StorageOptions>,
+    read_ahead: Option<usize>,
 ) -> PyResult<PyScan> {
     let opts = ScanOptions {
         predicate: r#where,
@@ -161,6 +162,7 @@ pub fn read_units(
         ignore_catalog: true,
         table: TableOptions::default(),
         keys: None,
+        read_ahead,
     };
     let batches = units
         .into_reader()?
@@ -204,7 +206,7 @@ pub fn read_units(
 /// Plan a scan of `source` (loose Parquet files, or a Delta table's directory at
 /// `version` or as of `timestamp_ms`), pruning with `where`.
 #[pyfunction]
-#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None, version=None, timestamp_ms=None, keys=None, on=None))]
+#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None, version=None, timestamp_ms=None, keys=None, on=None, read_ahead=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan(
     py: Python<'_>,
@@ -219,6 +221,7 @@ pub fn scan(
     timestamp_ms: Option<i64>,
     keys: Option<AnyRecordBatch>,
     on: Option<Vec<String>>,
+    read_ahead: Option<usize>,
 ) -> PyResult<PyScan> {
     configure_storage(&source.0, storage_options.as_ref())?;
     let keys = key_spec(keys, on)?;
@@ -235,6 +238,7 @@ pub fn scan(
             storage_options: storage_options.map(|o| o.0).unwrap_or_default(),
         },
         keys,
+        read_ahead,
     };
     let paths = source.0;
     let planned = run_blocking(py, move |cancel| {
@@ -249,7 +253,7 @@ pub fn scan(
 /// manifests): `files` one row per data file (see `table::files`), `schema` the table's
 /// columns with their field ids.
 #[pyfunction]
-#[pyo3(signature = (files, schema, *, root, version, index_files=Vec::new(), r#where=None, columns=None, batch_size=65536, threads=None, storage_options=None, keys=None, on=None, cache_key=None))]
+#[pyo3(signature = (files, schema, *, root, version, index_files=Vec::new(), r#where=None, columns=None, batch_size=65536, threads=None, storage_options=None, keys=None, on=None, cache_key=None, read_ahead=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan_table(
     py: Python<'_>,
@@ -266,6 +270,7 @@ pub fn scan_table(
     keys: Option<AnyRecordBatch>,
     on: Option<Vec<String>>,
     cache_key: Option<String>,
+    read_ahead: Option<usize>,
 ) -> PyResult<PyScan> {
     let keys = key_spec(keys, on)?;
     let batches = move || match files {
@@ -300,6 +305,7 @@ pub fn scan_table(
         batch_size,
         threads: threads.unwrap_or_else(pqindex_core::default_threads),
         keys,
+        read_ahead,
         ..Default::default()
     };
     let planned = run_blocking(py, move |cancel| {
@@ -361,4 +367,17 @@ pub fn list_files(
     let paths = source.0;
     let listing = run_blocking(py, move |_| pqindex_core::list_source(&paths))?.py()?;
     Ok(listing.files.into_iter().map(|f| f.path).collect())
+}
+
+/// Bound what a scan's stream holds for row groups ahead of the consumer (fetched pages
+/// and decoded batches) to `read_ahead_bytes`, for scans that do not name their own.
+#[pyfunction]
+pub fn set_read_ahead(read_ahead_bytes: usize) {
+    pqindex_core::set_read_ahead(read_ahead_bytes);
+}
+
+/// The read-ahead budget, in bytes, of scans that do not name their own.
+#[pyfunction]
+pub fn read_ahead() -> usize {
+    pqindex_core::read_ahead()
 }

@@ -2,6 +2,10 @@
 //!
 //! Lengths in the footer come from disk: every one is checked against the file size before
 //! anything is allocated, and a parser panic on hostile bytes becomes an `InvalidFile`.
+//! The parquet crate sizes some of its vectors from the element counts the Thrift
+//! declares (the row groups, a page's locations), so before it parses, the footer and
+//! the page index are walked with pqindex's own bounds-checked reader: no list may claim
+//! more elements than it has bytes left.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -10,8 +14,15 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataR
 
 use crate::error::{panic_message, Error, Result};
 use crate::io::StorageFile;
+use crate::metadata::page_index::page_index_ranges;
+use crate::metadata::thrift::{Reader, T_STRUCT};
 
 const MAGIC: &[u8; 4] = b"PAR1";
+
+/// The largest footer read, and the largest page index: a footer of 10,000 columns in
+/// 100 row groups takes about 100 MiB; a claim above this is refused before anything is
+/// read.
+pub const MAX_FOOTER_BYTES: u64 = 256 << 20;
 
 /// Where the footer (Thrift metadata, its length and the magic) begins.
 pub fn footer_start(file: &StorageFile) -> Result<u64> {
@@ -56,17 +67,64 @@ pub fn read_footer(file: &StorageFile) -> Result<ParquetMetaData> {
             format!("corrupt footer: its length ({footer_len} bytes) exceeds the file size ({size} bytes)"),
         ));
     }
+    if footer_len > MAX_FOOTER_BYTES {
+        return Err(Error::invalid_file(
+            path,
+            format!("corrupt footer: its length ({footer_len} bytes) exceeds the {MAX_FOOTER_BYTES} bytes a footer may take"),
+        ));
+    }
     let needed = footer_len + 8;
     let buf = if needed <= tail_len {
         tail.slice((tail_len - needed) as usize..)
     } else {
         file.read_range(size - needed, needed as usize)?
     };
+    well_formed(&buf[..footer_len as usize], "footer")
+        .map_err(|e| Error::invalid_file(path, format!("corrupt metadata: {e}")))?;
     guarded(path, || {
         let mut reader = ParquetMetaDataReader::new();
         reader.try_parse_sized(&buf, size)?;
         reader.finish()
     })
+}
+
+/// Walk the Thrift struct in `buf` without building it: every list, map and string it
+/// declares must fit in the bytes left.
+fn well_formed(buf: &[u8], what: &'static str) -> Result<(), String> {
+    let mut r = Reader::new(buf, what);
+    r.skip_value(T_STRUCT, 0)
+}
+
+/// Fetch the page index of `metadata` (one range, as the parquet crate reads it) and walk
+/// each of its structs.
+fn check_page_index(file: &StorageFile, metadata: &ParquetMetaData) -> Result<()> {
+    let ranges = page_index_ranges(metadata);
+    let (Some(start), Some(end)) = (
+        ranges.iter().map(|r| r.start).min(),
+        ranges.iter().map(|r| r.end).max(),
+    ) else {
+        return Ok(());
+    };
+    let path = file.path();
+    if end - start > MAX_FOOTER_BYTES {
+        return Err(Error::invalid_file(
+            path,
+            format!(
+                "corrupt page index: it spans {} bytes, more than the {MAX_FOOTER_BYTES} it may take",
+                end - start
+            ),
+        ));
+    }
+    file.prefetch(vec![start..end])?;
+    let Some(bytes) = file.prefetched(start..end) else {
+        return Ok(());
+    };
+    for r in ranges {
+        let own = &bytes[(r.start - start) as usize..(r.end - start) as usize];
+        well_formed(own, "page index")
+            .map_err(|e| Error::invalid_file(path, format!("corrupt page index: {e}")))?;
+    }
+    Ok(())
 }
 
 /// Add the page index (ColumnIndex and OffsetIndex) to `metadata`, with one read of the
@@ -76,6 +134,7 @@ pub fn read_footer(file: &StorageFile) -> Result<ParquetMetaData> {
 /// load itself.
 pub fn load_page_index(file: &StorageFile, metadata: ParquetMetaData) -> Result<ParquetMetaData> {
     let path = file.path();
+    check_page_index(file, &metadata)?;
     guarded(path, || {
         let mut reader = ParquetMetaDataReader::new_with_metadata(metadata)
             .with_page_index_policy(PageIndexPolicy::Optional);

@@ -1,5 +1,5 @@
-//! Whether a data page needs its column chunk's dictionary, read from the page's Thrift
-//! `PageHeader`.
+//! What a page's Thrift `PageHeader` declares: whether a data page needs its column
+//! chunk's dictionary, and the sizes and counts a reader allocates from.
 //!
 //! Writers fall back from dictionary to plain encoding when a chunk's dictionary grows
 //! too large, so one chunk can hold dictionary-encoded pages followed by plain ones. A
@@ -22,7 +22,7 @@
 
 use parquet::basic::Encoding;
 
-use crate::metadata::thrift::{Reader, T_I32, T_STRUCT};
+use crate::metadata::thrift::{Reader, T_BOOL_FALSE, T_BOOL_TRUE, T_I32, T_STRUCT};
 
 const TYPE_FIELD: i16 = 1;
 const DATA_PAGE_HEADER_FIELD: i16 = 5;
@@ -31,8 +31,8 @@ const DATA_PAGE_HEADER_V2_FIELD: i16 = 8;
 const V1_ENCODING_FIELD: i16 = 2;
 /// `encoding` in `DataPageHeaderV2`.
 const V2_ENCODING_FIELD: i16 = 4;
-const DATA_PAGE: i64 = 0;
-const DATA_PAGE_V2: i64 = 3;
+pub const DATA_PAGE: i64 = 0;
+pub const DATA_PAGE_V2: i64 = 3;
 
 /// Whether the data page whose bytes start `buf` is dictionary encoded.
 ///
@@ -71,6 +71,89 @@ fn data_page_encoding(buf: &[u8]) -> Result<i64, String> {
         Some(t) => Err(r.err(format!("page type {t} is not a data page"))),
         None => Err(r.err("no page type")),
     }
+}
+
+/// What a page header declares about the page's size: what a reader allocates from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PageSizes {
+    /// Bytes of the header itself; the page's data follows it.
+    pub header_len: usize,
+    /// `PageType` as the raw Thrift enum value.
+    pub page_type: i64,
+    pub uncompressed: i64,
+    pub compressed: i64,
+    /// Values (levels included) of a data page, or entries of a dictionary page.
+    pub num_values: Option<i64>,
+    /// `encoding` of a data or dictionary page, as the raw Thrift enum value.
+    pub encoding: Option<i64>,
+    /// A v2 data page's level sizes (definition, then repetition), which lie
+    /// uncompressed before its values.
+    pub v2_levels: Option<(i64, i64)>,
+    /// A v2 data page's `num_nulls` and `num_rows`.
+    pub v2_counts: Option<(i64, i64)>,
+    /// A v2 data page's `is_compressed` (true when absent, as the format says).
+    pub v2_compressed: bool,
+}
+
+pub const DICTIONARY_PAGE: i64 = 2;
+const DICTIONARY_PAGE_HEADER_FIELD: i16 = 7;
+
+/// The sizes and counts declared by the page header that starts `buf`.
+///
+/// Errors when `buf` does not hold a whole, well-formed header with the three required
+/// fields (type, uncompressed and compressed size). Every field is read with bounds
+/// checks; nothing is allocated from a value read off the buffer.
+pub fn page_sizes(buf: &[u8]) -> Result<PageSizes, String> {
+    let mut r = Reader::new(buf, "page header");
+    let mut out = PageSizes {
+        v2_compressed: true,
+        ..Default::default()
+    };
+    let (mut page_type, mut uncompressed, mut compressed) = (None, None, None);
+    let mut last_id = 0i16;
+    while let Some((id, ty)) = r.field_header(&mut last_id)? {
+        match (id, ty) {
+            (TYPE_FIELD, T_I32) => page_type = Some(r.zigzag()?),
+            (2, T_I32) => uncompressed = Some(r.zigzag()?),
+            (3, T_I32) => compressed = Some(r.zigzag()?),
+            (DATA_PAGE_HEADER_FIELD, T_STRUCT) | (DICTIONARY_PAGE_HEADER_FIELD, T_STRUCT) => {
+                // Both start `1: num_values, 2: encoding`.
+                let mut last = 0i16;
+                while let Some((sub, sub_ty)) = r.field_header(&mut last)? {
+                    match (sub, sub_ty) {
+                        (1, T_I32) => out.num_values = Some(r.zigzag()?),
+                        (2, T_I32) => out.encoding = Some(r.zigzag()?),
+                        _ => r.skip_value(sub_ty, 2)?,
+                    }
+                }
+            }
+            (DATA_PAGE_HEADER_V2_FIELD, T_STRUCT) => {
+                let (mut nulls, mut rows, mut def, mut rep) = (0, 0, 0, 0);
+                let mut last = 0i16;
+                while let Some((sub, sub_ty)) = r.field_header(&mut last)? {
+                    match (sub, sub_ty) {
+                        (1, T_I32) => out.num_values = Some(r.zigzag()?),
+                        (2, T_I32) => nulls = r.zigzag()?,
+                        (3, T_I32) => rows = r.zigzag()?,
+                        (V2_ENCODING_FIELD, T_I32) => out.encoding = Some(r.zigzag()?),
+                        (5, T_I32) => def = r.zigzag()?,
+                        (6, T_I32) => rep = r.zigzag()?,
+                        (7, T_BOOL_TRUE) => out.v2_compressed = true,
+                        (7, T_BOOL_FALSE) => out.v2_compressed = false,
+                        _ => r.skip_value(sub_ty, 2)?,
+                    }
+                }
+                out.v2_levels = Some((def, rep));
+                out.v2_counts = Some((nulls, rows));
+            }
+            _ => r.skip_value(ty, 1)?,
+        }
+    }
+    out.page_type = page_type.ok_or_else(|| r.err("no page type"))?;
+    out.uncompressed = uncompressed.ok_or_else(|| r.err("no uncompressed_page_size"))?;
+    out.compressed = compressed.ok_or_else(|| r.err("no compressed_page_size"))?;
+    out.header_len = r.pos;
+    Ok(out)
 }
 
 /// Reads a nested struct, returning its i32 field `wanted` and skipping the rest.
@@ -208,10 +291,54 @@ mod tests {
         }
     }
 
+    #[test]
+    fn sizes_match_the_chunks_pages() {
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            let file = fallback_file(version);
+            let md = ParquetMetaDataReader::new()
+                .parse_and_finish(&file)
+                .expect("metadata");
+            for chunk in md.row_group(0).columns() {
+                // Walking the chunk header by header lands exactly on its end, and the
+                // pages' values add up to the chunk's.
+                let (start, len) = chunk.byte_range();
+                let (mut at, mut values, mut dictionaries) = (start, 0, 0);
+                while at < start + len {
+                    let s = page_sizes(&file[at as usize..]).expect("a header");
+                    assert!(s.compressed >= 0 && s.uncompressed >= 0);
+                    if s.page_type == DICTIONARY_PAGE {
+                        dictionaries += 1;
+                    } else {
+                        values += s.num_values.expect("data page values");
+                        assert_eq!(s.v2_levels.is_some(), version == WriterVersion::PARQUET_2_0);
+                    }
+                    at += s.header_len as u64 + s.compressed as u64;
+                }
+                assert_eq!(at, start + len);
+                assert_eq!(values, chunk.num_values());
+                assert_eq!(dictionaries, 1);
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_of_a_cut_header_are_errors() {
+        let file = fallback_file(WriterVersion::PARQUET_2_0);
+        let md = ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .expect("metadata");
+        let start = md.row_group(0).column(1).byte_range().0 as usize;
+        let whole = page_sizes(&file[start..]).expect("a header");
+        for n in 0..whole.header_len {
+            assert!(page_sizes(&file[start..start + n]).is_err(), "{n} bytes");
+        }
+    }
+
     proptest! {
         #[test]
         fn prop_random_bytes_never_panic(buf in prop::collection::vec(any::<u8>(), 0..128)) {
             let _ = needs_dictionary(&buf);
+            let _ = page_sizes(&buf);
         }
     }
 }

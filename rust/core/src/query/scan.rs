@@ -19,7 +19,7 @@ use crate::prune::planner::{
 };
 use crate::query::binding::Binding;
 use crate::query::parallel::{default_threads, io_workers, parallel_map};
-use crate::query::stream::{ScanStream, AHEAD_BYTES};
+use crate::query::stream::{read_ahead, ScanStream};
 use crate::source::{list_source_or_table, SourceFile, TableFormat};
 use crate::table::columns::TableColumns;
 use crate::table::indexes::TableIndexes;
@@ -40,6 +40,9 @@ pub struct ScanOptions {
     pub table: TableOptions,
     /// Keep only the rows whose key is among these (a semi join), pruning with them.
     pub keys: Option<KeySpec>,
+    /// Bytes the stream may hold for units ahead of the consumer (fetched pages and
+    /// decoded batches); the process-wide [`read_ahead`] when unset.
+    pub read_ahead: Option<usize>,
 }
 
 impl Default for ScanOptions {
@@ -53,6 +56,7 @@ impl Default for ScanOptions {
             ignore_catalog: false,
             table: TableOptions::default(),
             keys: None,
+            read_ahead: None,
         }
     }
 }
@@ -87,6 +91,8 @@ pub struct Scan {
     pub(crate) catalog: Option<(String, u64)>,
     /// The table planning read: its format, location and version (or snapshot id).
     pub(crate) table: Option<(TableFormat, String, i64)>,
+    /// The stream's read-ahead budget; the process-wide one when unset.
+    pub(crate) read_ahead: Option<usize>,
 }
 
 /// Read the footers of object-store files into the cache, many requests at a time, before
@@ -376,6 +382,7 @@ impl Scan {
             now_ns,
             catalog: catalog.map(|c| (c.root.to_string_lossy().into_owned(), c.version)),
             table: None,
+            read_ahead: opts.read_ahead,
         })
     }
 
@@ -398,7 +405,7 @@ impl Scan {
             self.io.clone(),
             self.metrics.clone(),
             self.threads,
-            AHEAD_BYTES,
+            self.read_ahead.unwrap_or_else(read_ahead),
         )
     }
 

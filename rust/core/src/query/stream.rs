@@ -2,15 +2,19 @@
 //! the consumer in plan order.
 //!
 //! Each unit has its own channel, so a worker reading a later unit never waits for the
-//! consumer to reach it while memory allows: two limits keep memory bounded instead. A
-//! worker starts a unit only within a window of units ahead of the consumer, and batches
-//! of units the consumer has not reached wait while more than [`AHEAD_BYTES`] are already
-//! buffered. The unit the consumer is reading never waits, so the stream always moves.
+//! consumer to reach it while memory allows. The read-ahead budget ([`read_ahead`], or the
+//! scan's own) keeps memory bounded instead: a worker starts a unit only within a window
+//! of units ahead of the consumer, and counts against the budget what the unit will hold
+//! while it is read (its fetched pages and a decoded batch, estimated from the footer)
+//! and every batch it sends until the consumer takes it. A unit ahead of the consumer
+//! waits for room; the unit the consumer is reading starts at once and may always send
+//! a batch when the consumer has taken its last one, so the stream always moves, and
+//! memory stays within the budget plus what the consumer's own unit holds.
 //!
 //! The last units are first cut in pieces ([`crate::read::split`]) so the threads finish
 //! together; below, a unit is such a piece.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -22,14 +26,47 @@ use arrow_schema::{ArrowError, SchemaRef};
 use crate::error::{panic_message, Error};
 use crate::io::IoStats;
 use crate::plan::{Metrics, OutputShape, ScanUnit};
-use crate::read::read_unit;
 use crate::read::split::{balance, Piece};
+use crate::read::{memory_estimate, read_unit};
 
-/// Decoded bytes that may wait in channels for the consumer, across the units ahead of
-/// it. Enough for every worker to finish a large row group of a narrow projection ahead.
-pub const AHEAD_BYTES: usize = 256 << 20;
+/// The read-ahead of a stream whose scan names none, until [`set_read_ahead`] changes it.
+/// With the consumer's own unit, the batch it holds and what each thread's allocator
+/// keeps, a `SELECT *` of TPC-H lineitem in row groups of a million rows stays within
+/// 512 MiB on up to 8 threads (`docs/reliability-memory.md`).
+pub const DEFAULT_READ_AHEAD: usize = 128 << 20;
 
-/// A decoded batch with the bytes it counts against [`AHEAD_BYTES`].
+/// Not set yet: the first read takes `PQINDEX_READ_AHEAD` or the default.
+const UNSET: usize = usize::MAX;
+
+static READ_AHEAD: AtomicUsize = AtomicUsize::new(UNSET);
+
+/// The read-ahead budget, in bytes, of streams whose scan names none: the last
+/// [`set_read_ahead`], else the environment's `PQINDEX_READ_AHEAD` (how Spark's Python
+/// workers, which no driver code reaches, are given one), else [`DEFAULT_READ_AHEAD`].
+pub fn read_ahead() -> usize {
+    match READ_AHEAD.load(Ordering::Relaxed) {
+        UNSET => {
+            let from_env = std::env::var("PQINDEX_READ_AHEAD")
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|v| *v != UNSET)
+                .unwrap_or(DEFAULT_READ_AHEAD);
+            match READ_AHEAD.compare_exchange(UNSET, from_env, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => from_env,
+                Err(set) => set,
+            }
+        }
+        set => set,
+    }
+}
+
+/// Set the read-ahead budget of streams started from now on whose scan names none.
+pub fn set_read_ahead(bytes: usize) {
+    READ_AHEAD.store(bytes.min(UNSET - 1), Ordering::Relaxed);
+}
+
+/// A decoded batch with the bytes it counts against the read-ahead budget.
 struct Buffered {
     batch: RecordBatch,
     bytes: usize,
@@ -59,19 +96,35 @@ pub struct ScanStream {
 struct Progress {
     /// Index of the unit the consumer is reading.
     consumer: usize,
-    /// Bytes of batches sent and not yet received.
-    buffered: usize,
+    /// Bytes counted against the budget: the estimates of units being read, and batches
+    /// sent and not yet received.
+    held: usize,
+    /// Per unit, bytes of its batches sent and not yet received.
+    waiting: HashMap<usize, usize>,
 }
 
 struct StreamShared {
     progress: Mutex<Progress>,
-    /// [`AHEAD_BYTES`], smaller in tests.
-    ahead_bytes: usize,
+    /// The read-ahead budget, in bytes.
+    budget: usize,
     moved: Condvar,
     cancel: AtomicBool,
 }
 
 impl StreamShared {
+    fn new(budget: usize) -> Self {
+        StreamShared {
+            progress: Mutex::new(Progress {
+                consumer: 0,
+                held: 0,
+                waiting: HashMap::new(),
+            }),
+            budget,
+            moved: Condvar::new(),
+            cancel: AtomicBool::new(false),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Progress> {
         self.progress.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -86,33 +139,70 @@ impl StreamShared {
         self.moved.notify_all();
     }
 
-    /// Wait until unit `unit` may start: within `window` units of the consumer.
-    fn wait_to_start(&self, unit: usize, window: usize) {
+    /// Wait until unit `unit` may start: within `window` units of the consumer, and, for a
+    /// unit ahead of it, with room for the `bytes` it will hold while read. Counts them.
+    fn start_unit(&self, unit: usize, window: usize, bytes: usize) {
         let mut p = self.lock();
-        while unit >= p.consumer + window && !self.cancelled() {
+        while !self.cancelled()
+            && (unit >= p.consumer + window || (unit != p.consumer && p.held + bytes > self.budget))
+        {
             p = self.moved.wait(p).unwrap_or_else(|e| e.into_inner());
         }
+        p.held += bytes;
     }
 
-    /// Wait until `bytes` of unit `unit` may be buffered, and count them.
+    /// Wait until a batch of `bytes` of unit `unit` may be sent, and count it. The
+    /// consumer's unit sends without room when the consumer has taken all it sent.
     fn reserve(&self, unit: usize, bytes: usize) {
         let mut p = self.lock();
-        while unit != p.consumer && p.buffered + bytes > self.ahead_bytes && !self.cancelled() {
+        while !self.cancelled() && p.held + bytes > self.budget {
+            let drained = p.waiting.get(&unit).is_none_or(|w| *w == 0);
+            if unit == p.consumer && drained {
+                break;
+            }
             p = self.moved.wait(p).unwrap_or_else(|e| e.into_inner());
         }
-        p.buffered += bytes;
+        p.held += bytes;
+        *p.waiting.entry(unit).or_default() += bytes;
     }
 
+    /// The consumer took a batch of `bytes`.
+    fn received(&self, bytes: usize) {
+        let mut p = self.lock();
+        p.held = p.held.saturating_sub(bytes);
+        let consumer = p.consumer;
+        if let Some(w) = p.waiting.get_mut(&consumer) {
+            *w = w.saturating_sub(bytes);
+        }
+        self.moved.notify_all();
+    }
+
+    /// A unit's read ended: what it held while read is free.
     fn release(&self, bytes: usize) {
         let mut p = self.lock();
-        p.buffered = p.buffered.saturating_sub(bytes);
+        p.held = p.held.saturating_sub(bytes);
         self.moved.notify_all();
     }
 
     fn advance(&self) {
         let mut p = self.lock();
+        let done = p.consumer;
+        p.waiting.remove(&done);
         p.consumer += 1;
         self.moved.notify_all();
+    }
+}
+
+/// What a unit holds while read, released when its worker is done with it (whether it
+/// finished, failed or panicked).
+struct Held<'a> {
+    shared: &'a StreamShared,
+    bytes: usize,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.shared.release(self.bytes);
     }
 }
 
@@ -123,7 +213,7 @@ impl ScanStream {
         io: Arc<IoStats>,
         read: Arc<Metrics>,
         threads: usize,
-        ahead_bytes: usize,
+        budget: usize,
     ) -> Self {
         let units = balance(units, threads, &shape.roots());
         let n = units.len();
@@ -134,15 +224,7 @@ impl ScanStream {
                 (tx, (rx, piece.unit.file.path.clone()))
             })
             .unzip();
-        let shared = Arc::new(StreamShared {
-            progress: Mutex::new(Progress {
-                consumer: 0,
-                buffered: 0,
-            }),
-            ahead_bytes,
-            moved: Condvar::new(),
-            cancel: AtomicBool::new(false),
-        });
+        let shared = Arc::new(StreamShared::new(budget));
         let schema = shape.schema.clone();
         let worker_shared = shared.clone();
         let started = move || {
@@ -168,7 +250,11 @@ impl ScanStream {
                     if i >= units.len() {
                         return;
                     }
-                    shared.wait_to_start(i, window);
+                    let held = Held {
+                        shared: &shared,
+                        bytes: memory_estimate(&units[i].unit, &shape),
+                    };
+                    shared.start_unit(i, window, held.bytes);
                     if shared.cancelled() {
                         return;
                     }
@@ -180,6 +266,7 @@ impl ScanStream {
                         tx.send(Message::Failed(decoder_panic(&units[i], &*panic)))
                             .is_ok()
                     });
+                    drop(held);
                     if !sent {
                         shared.stop();
                         return;
@@ -254,7 +341,7 @@ impl Iterator for ScanStream {
             let (rx, path) = self.receivers.front()?;
             let failed = match rx.recv() {
                 Ok(Message::Batch(b)) => {
-                    self.shared.release(b.bytes);
+                    self.shared.received(b.bytes);
                     if b.batch.num_rows() > 0 {
                         return Some(Ok(b.batch));
                     }
@@ -343,11 +430,11 @@ mod tests {
     }
 
     #[test]
-    fn units_ahead_wait_for_buffer_space() {
+    fn units_ahead_wait_for_room() {
         let dir = tempfile::tempdir().unwrap();
         let scan = plan(dir.path(), 2_000, 2);
-        // No room: the first worker reads the consumer's unit whole; past it, each worker
-        // decodes one batch of its next unit, then waits.
+        // No room: no unit ahead of the consumer starts, and the consumer's own unit
+        // decodes one batch past the one the consumer has not taken yet.
         let units = scan.units.clone();
         let mut stream = ScanStream::start(
             units,
@@ -358,10 +445,10 @@ mod tests {
             0,
         );
         let first = stream.next().unwrap().unwrap();
-        assert!(eventually(|| rows_read(&scan) == 2_000 + 2 * 100));
+        assert!(eventually(|| rows_read(&scan) == 3 * 100));
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(rows_read(&scan), 2_000 + 2 * 100);
-        // As the consumer moves on, so do the workers.
+        assert_eq!(rows_read(&scan), 3 * 100);
+        // As the consumer moves on, so do the workers, a batch at a time.
         assert_eq!(
             keys(std::iter::once(Ok(first)).chain(stream)),
             (0..8_000).collect::<Vec<_>>()
@@ -390,15 +477,7 @@ mod tests {
                 (tx, (rx, format!("unit-{u}.parquet")))
             })
             .unzip();
-        let shared = Arc::new(StreamShared {
-            progress: Mutex::new(Progress {
-                consumer: 0,
-                buffered: 0,
-            }),
-            ahead_bytes: AHEAD_BYTES,
-            moved: Condvar::new(),
-            cancel: AtomicBool::new(false),
-        });
+        let shared = Arc::new(StreamShared::new(DEFAULT_READ_AHEAD));
         let stream = ScanStream {
             schema,
             receivers,

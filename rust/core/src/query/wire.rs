@@ -476,6 +476,7 @@ impl Scan {
             now_ns,
             catalog: None,
             table: None,
+            read_ahead: opts.read_ahead,
         })
     }
 }

@@ -10,6 +10,7 @@
 
 mod adapt;
 mod dictionary;
+pub mod page_guard;
 mod parallel_columns;
 mod predicate_first;
 pub mod split;
@@ -35,13 +36,45 @@ use crate::plan::{Metrics, OutputColumn, OutputShape, RowRanges, ScanUnit};
 use crate::predicate::eval;
 use crate::predicate::expr::Predicate;
 use crate::predicate::value::{to_scalar_array, Value};
+use page_guard::PageGuard;
 
 /// A prefetched file that remembers which offsets the page reader asked for, to count
-/// the pages a unit really read.
+/// the pages a unit really read, and checks each page header before the reader sees it
+/// ([`page_guard`]).
 #[derive(Clone)]
 struct TrackedFile {
     inner: StorageFile,
     offsets: Arc<Mutex<HashSet<u64>>>,
+    guard: Arc<PageGuard>,
+}
+
+impl TrackedFile {
+    /// Check the header the reader is about to stream from `start`, in a chunk ending at
+    /// `end`: from prefetched bytes when it can, else with a read of its own.
+    fn check_streamed_header(&self, start: u64, end: u64) -> Result<()> {
+        let mut window = page_guard::HEADER_WINDOW;
+        loop {
+            let len = window.min(end.saturating_sub(start));
+            let whole = len == end.saturating_sub(start);
+            let bytes = match self.inner.prefetched(start..start + len) {
+                Some(b) => b,
+                None => self.inner.read_range(start, len as usize)?,
+            };
+            if self.guard.check(start, &bytes, whole)? {
+                return Ok(());
+            }
+            if window >= page_guard::MAX_HEADER_BYTES {
+                return Err(Error::invalid_file(
+                    self.inner.path(),
+                    format!(
+                        "the page header at byte {start} is longer than {} bytes",
+                        page_guard::MAX_HEADER_BYTES
+                    ),
+                ));
+            }
+            window = page_guard::MAX_HEADER_BYTES;
+        }
+    }
 }
 
 impl Length for TrackedFile {
@@ -50,18 +83,62 @@ impl Length for TrackedFile {
     }
 }
 
+/// A sequential read the page reader parses a header from (a chunk without an offset
+/// index), checked before its first byte is handed over. The reader also asks for one at
+/// a page's data after peeking at its header, without reading from it: no check then.
+struct GuardedRead {
+    inner: <StorageFile as ChunkReader>::T,
+    pending: Option<(TrackedFile, u64, u64)>,
+}
+
+impl std::io::Read for GuardedRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some((file, start, end)) = self.pending.take() {
+            file.check_streamed_header(start, end)
+                .map_err(|e| match e {
+                    Error::InvalidFile { reason, .. } => std::io::Error::other(reason),
+                    other => std::io::Error::other(other),
+                })?;
+        }
+        self.inner.read(buf)
+    }
+}
+
+/// An error for the arrow reader, which hands it back as text: a damaged page's reason
+/// alone (the read adds the path), anything else whole.
+fn reader_error(e: Error) -> parquet::errors::ParquetError {
+    match e {
+        Error::InvalidFile { reason, .. } => parquet::errors::ParquetError::General(reason),
+        other => other.into(),
+    }
+}
+
 impl ChunkReader for TrackedFile {
-    type T = <StorageFile as ChunkReader>::T;
+    type T = GuardedRead;
 
     fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        self.inner.get_read(start)
+        let pending = self
+            .guard
+            .streamed_chunk_end(start)
+            .map(|end| (self.clone(), start, end));
+        Ok(GuardedRead {
+            inner: self.inner.get_read(start)?,
+            pending,
+        })
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         if let Ok(mut o) = self.offsets.lock() {
             o.insert(start);
         }
-        self.inner.get_bytes(start, length)
+        let bytes = self.inner.get_bytes(start, length)?;
+        // A page read whole, header first (a chunk read through its offset index).
+        if self.guard.page_read_at(start) {
+            self.guard
+                .check(start, &bytes, true)
+                .map_err(reader_error)?;
+        }
+        Ok(bytes)
     }
 }
 
@@ -137,6 +214,7 @@ pub fn read_unit(
     let tracked = TrackedFile {
         inner: file,
         offsets: offsets.clone(),
+        guard: Arc::new(PageGuard::new(&md, rg, &path)),
     };
     // The reader sees the row group without the dictionaries no selected page uses.
     let (reader_metadata, reader_rg) = if skipped.is_empty() {
@@ -269,8 +347,12 @@ pub fn read_unit(
         match inner.next() {
             Some(Ok(batch)) => {
                 metrics.rows_matched.add(batch.num_rows() as u64);
+                let shaped =
+                    shape_batch(&batch, &shape, &positions, &partition_values, table_columns);
+                drop(batch);
                 Some(
-                    shape_batch(&batch, &shape, &positions, &partition_values, table_columns)
+                    shaped
+                        .map(|b| compact(b, shape.batch_size))
                         .map_err(|e| Error::from(e).in_file(&path)),
                 )
             }
@@ -285,6 +367,80 @@ pub fn read_unit(
             }
         }
     }))
+}
+
+/// Bytes a read of `unit` holds at once, from the footer's sizes: the compressed pages
+/// it may fetch (every selected page of the output's and the predicate's columns), and
+/// per column a decompressed page or two (a dictionary's among them) and a decoded batch.
+/// The stream counts it against its read-ahead.
+pub fn memory_estimate(unit: &ScanUnit, shape: &OutputShape) -> usize {
+    /// Decompressed pages a column's reader may hold at once: writers cut pages at about
+    /// 1 MiB, dictionaries too.
+    const PAGES: u64 = 2 << 20;
+    let planned = &unit.file;
+    let md = planned.reader_metadata.metadata();
+    let group = md.row_group(unit.row_group);
+    let schema_descr = md.file_metadata().schema_descr();
+    let mut leaves = leaves_of(schema_descr, &planned.file_roots(&shape.roots()));
+    if let Some(p) = &planned.predicate {
+        leaves.extend(p.columns().iter().filter_map(|c| c.leaf));
+    }
+    leaves.sort_unstable();
+    leaves.dedup();
+    leaves.retain(|l| *l < group.num_columns());
+    let fetched: u64 = byte_ranges(
+        md,
+        unit.row_group,
+        &leaves,
+        &unit.ranges,
+        unit.row_group_rows,
+    )
+    .iter()
+    .map(|r| r.end.saturating_sub(r.start))
+    .sum();
+    let rows = unit.row_group_rows.max(1);
+    let batch_rows = (shape.batch_size as u64).min(rows);
+    let decoded: u64 = leaves
+        .iter()
+        .map(|l| {
+            let chunk = group.column(*l);
+            let encoded = chunk.uncompressed_size().max(0) as u64;
+            let width = match chunk.column_type() {
+                parquet::basic::Type::BOOLEAN => 1,
+                parquet::basic::Type::INT32 | parquet::basic::Type::FLOAT => 4,
+                parquet::basic::Type::INT64 | parquet::basic::Type::DOUBLE => 8,
+                parquet::basic::Type::INT96 => 16,
+                // A view or an offset per value; the bytes themselves are in `encoded`.
+                parquet::basic::Type::BYTE_ARRAY => 16,
+                parquet::basic::Type::FIXED_LEN_BYTE_ARRAY => {
+                    chunk.column_descr().type_length().max(0) as u64
+                }
+            };
+            encoded.min(PAGES)
+                + batch_rows.saturating_mul(width)
+                + encoded.saturating_mul(batch_rows) / rows
+        })
+        .sum();
+    usize::try_from(fetched.saturating_add(decoded)).unwrap_or(usize::MAX)
+}
+
+/// `batch` with its buffers cut to its rows when it holds far fewer than `batch_size`: the
+/// reader makes room for a whole batch, so the last batch of a unit, or every batch of a
+/// file of small row groups, would otherwise keep a whole batch's memory each.
+fn compact(batch: RecordBatch, batch_size: usize) -> RecordBatch {
+    if batch.num_rows().saturating_mul(2) >= batch_size {
+        return batch;
+    }
+    let (schema, mut columns, rows) = batch.into_parts();
+    for c in &mut columns {
+        arrow_array::Array::shrink_to_fit(c);
+    }
+    RecordBatch::try_new_with_options(
+        schema,
+        columns,
+        &RecordBatchOptions::new().with_row_count(Some(rows)),
+    )
+    .expect("the same columns")
 }
 
 /// A reader of `rows` (all when `None`) of one row group, `projection` only.

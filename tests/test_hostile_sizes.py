@@ -1,0 +1,614 @@
+"""Files that declare absurd sizes give a typed error or are read within a budget: never an
+abort on a failed allocation, never the kernel's OOM killer.
+
+Each file is written small and valid by pyarrow, then one Thrift field or length is
+patched (a page header's sizes or value count, a list's declared length, a chunk's byte
+range). Every read runs in a child process whose address space is limited to 2 GiB above
+what it had after its imports, so an allocation sized from a hostile field fails there
+(and aborts the child) instead of exhausting the machine; the child also reports how
+much its resident set grew.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import struct
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+MIB = 1 << 20
+#: Address space a child may add to what it holds after its imports.
+ADDRESS_LIMIT = 2 << 30
+#: Resident memory a child may add: what the scan's stated budget allows for these files.
+RSS_BUDGET = 512 * MIB
+I32_MAX = (1 << 31) - 1
+
+# --- Thrift compact protocol: enough to decode, patch and re-encode Parquet's structs ------
+
+STOP, TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, MAP, STRUCT = range(13)
+
+
+@dataclass
+class Raw:
+    """A value already encoded (a struct's bytes, repeated without encoding it again)."""
+
+    data: bytes
+
+
+@dataclass
+class ThriftList:
+    elem: int
+    items: list[Any]
+    #: A declared length to write instead of ``len(items)`` (a hostile list).
+    declared: int | None = None
+
+
+Struct = dict[int, tuple[int, Any]]
+
+
+class Decoder:
+    def __init__(self, buf: bytes, pos: int = 0) -> None:
+        self.buf, self.pos = buf, pos
+
+    def byte(self) -> int:
+        b = self.buf[self.pos]
+        self.pos += 1
+        return b
+
+    def varint(self) -> int:
+        shift = out = 0
+        while True:
+            b = self.byte()
+            out |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return out
+
+    def zigzag(self) -> int:
+        v = self.varint()
+        return (v >> 1) ^ -(v & 1)
+
+    def value(self, ttype: int) -> Any:
+        if ttype in (TRUE, FALSE):
+            return ttype == TRUE
+        if ttype == BYTE:
+            return self.byte()
+        if ttype in (I16, I32, I64):
+            return self.zigzag()
+        if ttype == DOUBLE:
+            self.pos += 8
+            return struct.unpack("<d", self.buf[self.pos - 8 : self.pos])[0]
+        if ttype == BINARY:
+            n = self.varint()
+            self.pos += n
+            return self.buf[self.pos - n : self.pos]
+        if ttype in (LIST, SET):
+            head = self.byte()
+            n, elem = head >> 4, head & 0x0F
+            if n == 15:
+                n = self.varint()
+            if elem in (TRUE, FALSE):
+                return ThriftList(elem, [self.byte() == 1 for _ in range(n)])
+            return ThriftList(elem, [self.value(elem) for _ in range(n)])
+        if ttype == STRUCT:
+            return self.struct()
+        raise ValueError(f"thrift type {ttype} not supported here")
+
+    def struct(self) -> Struct:
+        out: Struct = {}
+        last = 0
+        while True:
+            head = self.byte()
+            if head == STOP:
+                return out
+            delta, ttype = head >> 4, head & 0x0F
+            fid = last + delta if delta else self.zigzag()
+            out[fid] = (ttype, self.value(ttype))
+            last = fid
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _zigzag(v: int) -> bytes:
+    return _varint((v << 1) ^ (v >> 63))
+
+
+def _encode_value(ttype: int, v: Any) -> bytes:
+    if isinstance(v, Raw):
+        return v.data
+    if ttype in (TRUE, FALSE):
+        return b""
+    if ttype == BYTE:
+        return bytes([v & 0xFF])
+    if ttype in (I16, I32, I64):
+        return _zigzag(v)
+    if ttype == DOUBLE:
+        return struct.pack("<d", v)
+    if ttype == BINARY:
+        return _varint(len(v)) + bytes(v)
+    if ttype in (LIST, SET):
+        n = len(v.items) if v.declared is None else v.declared
+        head = bytes([(n << 4) | v.elem]) if n < 15 else bytes([0xF0 | v.elem]) + _varint(n)
+        if v.elem in (TRUE, FALSE):
+            return head + bytes(1 if x else 2 for x in v.items)
+        return head + b"".join(_encode_value(v.elem, x) for x in v.items)
+    if ttype == STRUCT:
+        return encode_struct(v)
+    raise ValueError(f"thrift type {ttype} not supported here")
+
+
+def encode_struct(s: Struct) -> bytes:
+    out = bytearray()
+    last = 0
+    for fid in sorted(s):
+        ttype, v = s[fid]
+        if ttype in (TRUE, FALSE):
+            ttype = TRUE if v else FALSE
+        delta = fid - last
+        if 0 < delta <= 15:
+            out.append((delta << 4) | ttype)
+        else:
+            out.append(ttype)
+            out += _zigzag(fid)
+        out += _encode_value(ttype, v)
+        last = fid
+    out.append(STOP)
+    return bytes(out)
+
+
+# --- Parquet field ids used below ---------------------------------------------------------
+
+# FileMetaData
+FMD_SCHEMA, FMD_NUM_ROWS, FMD_ROW_GROUPS = 2, 3, 4
+# RowGroup
+RG_COLUMNS, RG_NUM_ROWS = 1, 3
+# ColumnChunk
+CC_META, CC_OFFSET_INDEX_OFFSET, CC_OFFSET_INDEX_LENGTH = 3, 4, 5
+CC_COLUMN_INDEX_OFFSET, CC_COLUMN_INDEX_LENGTH = 6, 7
+# ColumnMetaData
+CMD_CODEC, CMD_NUM_VALUES, CMD_TOTAL_UNCOMPRESSED, CMD_TOTAL_COMPRESSED = 4, 5, 6, 7
+CMD_DATA_PAGE_OFFSET, CMD_DICTIONARY_PAGE_OFFSET = 9, 11
+# PageHeader
+PH_TYPE, PH_UNCOMPRESSED, PH_COMPRESSED = 1, 2, 3
+PH_DATA, PH_DICTIONARY, PH_DATA_V2 = 5, 7, 8
+DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
+# DataPageHeader, DictionaryPageHeader, DataPageHeaderV2: num_values is field 1 of each
+NUM_VALUES = 1
+V2_NUM_ROWS, V2_DEF_LEVELS_LENGTH = 3, 5
+
+
+def footer(data: bytes) -> Struct:
+    n = struct.unpack("<I", data[-8:-4])[0]
+    return Decoder(data, len(data) - 8 - n).struct()
+
+
+def with_footer(data: bytes, fmd: Struct) -> bytes:
+    """``data`` with its footer replaced by ``fmd``."""
+    n = struct.unpack("<I", data[-8:-4])[0]
+    body = encode_struct(fmd)
+    return data[: len(data) - 8 - n] + body + struct.pack("<I", len(body)) + b"PAR1"
+
+
+def chunks(fmd: Struct) -> list[Struct]:
+    """Every ColumnChunk's ColumnMetaData, row group by row group."""
+    return [cc[CC_META][1] for rg in fmd[FMD_ROW_GROUPS][1].items for cc in rg[RG_COLUMNS][1].items]
+
+
+PageEdit = Callable[[int, Struct], None]
+
+
+def rewrite_pages(data: bytes, edit: PageEdit) -> bytes:
+    """The file with every page header passed through ``edit(chunk_no, header)`` and the
+    chunks' offsets and sizes in the footer updated. The file must have no page index
+    (its locations would go stale)."""
+    fmd = footer(data)
+    out = bytearray(b"PAR1")
+    for no, meta in enumerate(chunks(fmd)):
+        dict_at = meta.get(CMD_DICTIONARY_PAGE_OFFSET, (I64, None))[1]
+        start = meta[CMD_DATA_PAGE_OFFSET][1] if dict_at is None else dict_at
+        end = start + meta[CMD_TOTAL_COMPRESSED][1]
+        new_start = len(out)
+        pos = start
+        new_data_at = None
+        while pos < end:
+            d = Decoder(data, pos)
+            header = d.struct()
+            body = data[d.pos : d.pos + header[PH_COMPRESSED][1]]
+            pos = d.pos + len(body)
+            if header[PH_TYPE][1] != DICTIONARY_PAGE and new_data_at is None:
+                new_data_at = len(out)
+            edit(no, header)
+            out += encode_struct(header) + body
+        meta[CMD_DATA_PAGE_OFFSET] = (I64, new_data_at)
+        if dict_at is not None:
+            meta[CMD_DICTIONARY_PAGE_OFFSET] = (I64, new_start)
+        meta[CMD_TOTAL_COMPRESSED] = (I64, len(out) - new_start)
+    for rg in fmd[FMD_ROW_GROUPS][1].items:
+        for cc in rg[RG_COLUMNS][1].items:
+            for f in (
+                CC_OFFSET_INDEX_OFFSET,
+                CC_OFFSET_INDEX_LENGTH,
+                CC_COLUMN_INDEX_OFFSET,
+                CC_COLUMN_INDEX_LENGTH,
+            ):
+                cc.pop(f, None)
+    body = encode_struct(fmd)
+    return bytes(out) + body + struct.pack("<I", len(body)) + b"PAR1"
+
+
+def set_page(
+    page_types: tuple[int, ...], field: int, value: int, sub: int | None = None
+) -> PageEdit:
+    """An edit setting ``field`` (or field ``sub`` of the nested header in ``field``) of
+    pages of ``page_types``."""
+
+    def edit(_chunk: int, header: Struct) -> None:
+        if header[PH_TYPE][1] not in page_types:
+            return
+        if sub is None:
+            header[field] = (I32, value)
+        elif field in header:
+            nested = header[field][1]
+            nested[sub] = (I32, value)
+
+    return edit
+
+
+# --- files -------------------------------------------------------------------------------
+
+ROWS = 5_000
+
+
+def table() -> pa.Table:
+    return pa.table(
+        {
+            "k": pa.array(range(ROWS), pa.int64()),
+            "s": [f"value-{i % 37:03d}" for i in range(ROWS)],
+        }
+    )
+
+
+def write(path: Path, compression: str = "snappy", **kw: Any) -> bytes:
+    pq.write_table(table(), path, compression=compression, **kw)
+    return path.read_bytes()
+
+
+# --- running a scan in a limited child ----------------------------------------------------
+
+CHILD = textwrap.dedent(
+    """
+    import json, resource, sys, time
+    import pqindex, pyarrow
+
+    def status(field):
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+
+    path, where, limit = sys.argv[1], sys.argv[2] or None, int(sys.argv[3])
+    resource.setrlimit(resource.RLIMIT_AS, (status("VmSize") + limit, resource.RLIM_INFINITY))
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    base = status("VmRSS")
+    out = {}
+    start = time.perf_counter()
+    try:
+        out["rows"] = pqindex.scan(path, where).to_arrow().num_rows
+    except pqindex.PqindexError as e:
+        out["error"] = type(e).__name__
+        out["message"] = str(e)
+    except Exception as e:  # an untyped error: the test fails on it
+        out["untyped"] = f"{type(e).__module__}.{type(e).__name__}: {e}"
+    out["rss_added"] = status("VmHWM") - base
+    out["seconds"] = time.perf_counter() - start
+    print(json.dumps(out))
+    """
+)
+
+
+def run_limited(path: Path, where: str | None = None) -> dict[str, Any]:
+    """Scan ``path`` in a child limited to ``ADDRESS_LIMIT`` more address space."""
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path), where or "", str(ADDRESS_LIMIT)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "RUST_BACKTRACE": "0"},
+    )
+    assert proc.returncode == 0, (
+        f"the scan of {path.name} died (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    )
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "untyped" not in out, out["untyped"]
+    assert out["rss_added"] < RSS_BUDGET, f"{path.name}: resident set grew {out['rss_added']} B"
+    return out
+
+
+def assert_invalid(out: dict[str, Any], *needles: str) -> None:
+    assert out.get("error") == "InvalidFileError", out
+    for n in needles:
+        assert n in out["message"], out["message"]
+
+
+# --- page headers -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", ["none", "snappy", "zstd", "gzip"])
+def test_data_page_declaring_2gib_uncompressed(tmp_path: Path, codec: str) -> None:
+    data = write(tmp_path / "ok.parquet", compression=codec, use_dictionary=False)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(rewrite_pages(data, set_page((DATA_PAGE,), PH_UNCOMPRESSED, I32_MAX)))
+    out = run_limited(bad)
+    if codec == "none":
+        # Nothing is decompressed: the size is not used, the rows are read as they are.
+        assert out.get("rows") == ROWS or out.get("error") == "InvalidFileError", out
+    else:
+        assert_invalid(out, "page")
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+def test_data_page_declaring_2_pow_31_values(tmp_path: Path, version: str) -> None:
+    data = write(tmp_path / "ok.parquet", use_dictionary=False, data_page_version=version)
+    page_type, nested = (DATA_PAGE, PH_DATA) if version == "1.0" else (DATA_PAGE_V2, PH_DATA_V2)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(rewrite_pages(data, set_page((page_type,), nested, I32_MAX, NUM_VALUES)))
+    out = run_limited(bad)
+    assert out.get("error") == "InvalidFileError" or out.get("rows") == ROWS, out
+
+
+@pytest.mark.parametrize("codec", ["none", "snappy", "zstd"])
+def test_dictionary_page_declaring_2_pow_31_values(tmp_path: Path, codec: str) -> None:
+    data = write(tmp_path / "ok.parquet", compression=codec)
+    bad = tmp_path / "bad.parquet"
+    edit = set_page((DICTIONARY_PAGE,), PH_DICTIONARY, I32_MAX, NUM_VALUES)
+    bad.write_bytes(rewrite_pages(data, edit))
+    assert_invalid(run_limited(bad), "dictionary")
+
+
+@pytest.mark.parametrize("codec", ["snappy", "zstd", "gzip"])
+def test_dictionary_page_declaring_2gib(tmp_path: Path, codec: str) -> None:
+    data = write(tmp_path / "ok.parquet", compression=codec)
+    bad = tmp_path / "bad.parquet"
+
+    def edit(_chunk: int, header: Struct) -> None:
+        if header[PH_TYPE][1] == DICTIONARY_PAGE:
+            header[PH_UNCOMPRESSED] = (I32, I32_MAX)
+            header[PH_DICTIONARY][1][NUM_VALUES] = (I32, I32_MAX // 16)
+
+    bad.write_bytes(rewrite_pages(data, edit))
+    # The footer claims 4 GiB for the chunk too.
+    fmd = footer(bad.read_bytes())
+    for meta in chunks(fmd):
+        meta[CMD_TOTAL_UNCOMPRESSED] = (I64, 4 << 30)
+    bad.write_bytes(with_footer(bad.read_bytes(), fmd))
+    assert_invalid(run_limited(bad), "page")
+
+
+def test_page_larger_than_its_chunk(tmp_path: Path) -> None:
+    data = write(tmp_path / "ok.parquet", use_dictionary=False)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(rewrite_pages(data, set_page((DATA_PAGE,), PH_COMPRESSED, I32_MAX)))
+    # The page's bytes are the chunk's rest and the footer: a header cannot reach past.
+    out = run_limited(bad)
+    assert out.get("error") == "InvalidFileError", out
+
+
+# --- the footer ---------------------------------------------------------------------------
+
+
+def test_column_chunk_longer_than_the_file(tmp_path: Path) -> None:
+    data = write(tmp_path / "ok.parquet")
+    fmd = footer(data)
+    for meta in chunks(fmd):
+        meta[CMD_TOTAL_COMPRESSED] = (I64, 1 << 40)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(with_footer(data, fmd))
+    assert_invalid(run_limited(bad))
+
+
+def test_column_chunk_starting_past_the_end(tmp_path: Path) -> None:
+    data = write(tmp_path / "ok.parquet", use_dictionary=False)
+    fmd = footer(data)
+    for meta in chunks(fmd):
+        meta[CMD_DATA_PAGE_OFFSET] = (I64, (1 << 62))
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(with_footer(data, fmd))
+    assert_invalid(run_limited(bad))
+
+
+@pytest.mark.parametrize("rows", [I32_MAX, 1 << 62])
+def test_row_group_declaring_absurd_rows(tmp_path: Path, rows: int) -> None:
+    data = write(tmp_path / "ok.parquet")
+    fmd = footer(data)
+    fmd[FMD_NUM_ROWS] = (I64, rows)
+    for rg in fmd[FMD_ROW_GROUPS][1].items:
+        rg[RG_NUM_ROWS] = (I64, rows)
+        for cc in rg[RG_COLUMNS][1].items:
+            cc[CC_META][1][CMD_NUM_VALUES] = (I64, rows)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(with_footer(data, fmd))
+    out = run_limited(bad)
+    assert out.get("error") == "InvalidFileError", out
+
+
+@pytest.mark.parametrize("which", ["row_groups", "schema", "columns"])
+def test_footer_list_declaring_2_pow_31_entries(tmp_path: Path, which: str) -> None:
+    data = write(tmp_path / "ok.parquet")
+    fmd = footer(data)
+    if which == "row_groups":
+        fmd[FMD_ROW_GROUPS][1].declared = I32_MAX
+    elif which == "schema":
+        fmd[FMD_SCHEMA][1].declared = I32_MAX
+    else:
+        fmd[FMD_ROW_GROUPS][1].items[0][RG_COLUMNS][1].declared = I32_MAX
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(with_footer(data, fmd))
+    assert_invalid(run_limited(bad))
+
+
+def test_footer_claiming_1gib_in_a_small_file(tmp_path: Path) -> None:
+    data = bytearray(write(tmp_path / "ok.parquet"))
+    data[-8:-4] = struct.pack("<I", 1 << 30)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(bytes(data))
+    assert_invalid(run_limited(bad), "footer")
+
+
+def test_footer_claiming_1gib_of_a_sparse_file(tmp_path: Path) -> None:
+    """A 1 GiB hole before a footer that claims all of it: within the file, so the only
+    bound is the stated one."""
+    bad = tmp_path / "bad.parquet"
+    with bad.open("wb") as f:
+        f.write(b"PAR1")
+        f.seek((1 << 30) + 4)
+        f.write(struct.pack("<I", 1 << 30) + b"PAR1")
+    assert_invalid(run_limited(bad), "footer")
+
+
+# --- real files of many row groups and columns --------------------------------------------
+
+
+def test_100k_row_groups_are_refused(tmp_path: Path) -> None:
+    """Parquet numbers row groups with an i16: the parquet crate reads at most 32,767. The
+    footer lists the file's one row group 100,000 times (about 10 MB of Thrift)."""
+    data = write(tmp_path / "ok.parquet")
+    fmd = footer(data)
+    groups = fmd[FMD_ROW_GROUPS][1]
+    one = Raw(encode_struct(groups.items[0]))
+    groups.items = [one] * 100_000
+    fmd[FMD_NUM_ROWS] = (I64, ROWS * 100_000)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(with_footer(data, fmd))
+    assert_invalid(run_limited(bad, "k = 77"), "32768")
+
+
+def test_32767_row_groups(tmp_path: Path) -> None:
+    """The most row groups the parquet crate reads, each a unit of the scan."""
+    path = tmp_path / "many.parquet"
+    rows = 32_767
+    pq.write_table(pa.table({"k": pa.array(range(rows), pa.int64())}), path, row_group_size=1)
+    out = run_limited(path)
+    assert out.get("rows") == rows, out
+
+
+def test_10k_columns(tmp_path: Path) -> None:
+    """Planned with the page index of every column, read whole where the predicate holds."""
+    path = tmp_path / "wide.parquet"
+    columns = {f"c{i}": pa.array(range(20), pa.int64()) for i in range(10_000)}
+    pq.write_table(pa.table(columns), path, write_page_index=True)
+    out = run_limited(path, "c0 = 7 OR c9999 = 8")
+    assert out.get("rows") == 2, out
+
+
+def test_the_child_can_fail() -> None:
+    """The limit is real: an allocation past it kills the child (the harness would report
+    an abort as a failure)."""
+    code = (
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.RLIM_INFINITY))\n"
+        "b = bytearray(2 << 30)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode != 0 and "MemoryError" in proc.stderr
+    assert resource.RLIMIT_AS  # the platform has it
+
+
+# --- the stream's read-ahead --------------------------------------------------------------
+
+
+def test_read_ahead_setting_and_exact_rows(tmp_path: Path) -> None:
+    import pqindex
+
+    path = tmp_path / "rg.parquet"
+    pq.write_table(table(), path, row_group_size=500)
+    assert pqindex.read_ahead() == 128 << 20
+    try:
+        pqindex.set_read_ahead(0)
+        assert pqindex.read_ahead() == 0
+        # No room ahead: the stream reads one row group at a time, every row in order.
+        got = pa.table(pqindex.scan(path, batch_size=100)).column("k").to_pylist()
+        assert got == list(range(ROWS))
+    finally:
+        pqindex.set_read_ahead(128 << 20)
+    for read_ahead in (0, 1 << 10, 1 << 30):
+        scan = pqindex.scan(path, "k >= 777 AND k < 4321", batch_size=64, read_ahead=read_ahead)
+        got = [k for b in pa.RecordBatchReader.from_stream(scan) for k in b.column(0).to_pylist()]
+        assert got == list(range(777, 4321))
+    with pytest.raises(OverflowError):
+        pqindex.scan(path, read_ahead=-1)
+
+
+STREAM_CHILD = textwrap.dedent(
+    """
+    import json, sys, time
+    import pqindex, pyarrow as pa
+
+    def status(field):
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+
+    path, read_ahead = sys.argv[1], int(sys.argv[2])
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    base = status("VmRSS")
+    scan = pqindex.scan(path, batch_size=8192, threads=2, read_ahead=read_ahead)
+    rows = 0
+    for batch in pa.RecordBatchReader.from_stream(scan):
+        rows += batch.num_rows
+        time.sleep(0.002)  # a slow consumer: the workers get ahead as far as allowed
+    print(json.dumps({"rows": rows, "rss_added": status("VmHWM") - base}))
+    """
+)
+
+
+def test_a_slow_consumer_holds_what_read_ahead_allows(tmp_path: Path) -> None:
+    """48 MB in 12 row groups, consumed slowly: with no read-ahead the stream holds about
+    one row group's read at a time, far less than the file; with room, more."""
+    import numpy as np
+
+    path = tmp_path / "big.parquet"
+    n = 1_200_000
+    rng = np.random.default_rng(7)
+    data = pa.table({f"c{i}": rng.integers(0, 1 << 60, n) for i in range(5)})
+    pq.write_table(data, path, row_group_size=100_000, compression="none")
+
+    def peak(read_ahead: int) -> int:
+        proc = subprocess.run(
+            [sys.executable, "-c", STREAM_CHILD, str(path), str(read_ahead)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert out["rows"] == n
+        return int(out["rss_added"])
+
+    held, ahead = peak(0), peak(1 << 30)
+    # A row group is 4 MB on disk and decoded; with its batches, pages and the
+    # allocator's slack, well under the file, and under half of what room lets through.
+    assert held < 40 * MIB and held * 2 < ahead, (held, ahead)
