@@ -322,12 +322,15 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
                 .without(answered(indexes.as_deref()))
                 .planning_ranges(&leaves, &kept),
         );
-        if let Some(ix) = &indexes {
-            ranges.extend(ix.planning_ranges(&leaves, &kept));
-        }
+        // Index reads are small and scattered: not merged across other blocks.
+        let mut scattered = match &indexes {
+            Some(ix) => ix.planning_ranges(&leaves, &kept),
+            None => Vec::new(),
+        };
         let size = file.identity().size;
         ranges.retain(|r| r.end <= size);
-        file.prefetch(ranges)?;
+        scattered.retain(|r| r.end <= size);
+        file.prefetch_with_scattered(ranges, scattered)?;
     }
     if let Some(ix) = indexes.as_deref_mut() {
         ix.prepare(&pred.leaves())?;
