@@ -19,7 +19,8 @@ the baseline: what the read added to the interpreter's own memory at its peak.
   largest reported.
 
 ``--read-ahead`` passes ``read_ahead`` to the scan (pqindex builds that have it), and to
-Spark's workers as ``PQINDEX_READ_AHEAD``; without it the default applies. The file is any TPC-H lineitem, e.g. from
+Spark's workers as ``PQINDEX_READ_AHEAD``; without it the default applies. The file is any
+TPC-H lineitem, e.g. from
 ``tpchgen-cli parquet -s 10 --tables lineitem -o benches/data/memory/sf10``.
 """
 

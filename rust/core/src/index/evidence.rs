@@ -266,7 +266,7 @@ impl<'a> FileIndexes<'a> {
         if !ranges.is_empty() {
             let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
             self.bytes_fetched.set(self.bytes_fetched.get() + bytes);
-            self.file.prefetch(ranges)?;
+            self.file.prefetch_with_scattered(Vec::new(), ranges)?;
         }
         Ok(())
     }
@@ -353,7 +353,7 @@ impl Evidence for FileIndexes<'_> {
             .collect();
         // Indexes read in part: their head now, the rest once the leaves are known
         // (`prepare`); others whole.
-        let ranges: Vec<Range<u64>> = self
+        let mut ranges: Vec<Range<u64>> = self
             .entries
             .iter()
             .filter(|e| e.locator.columns.iter().any(|c| names.contains(c)))
@@ -367,6 +367,12 @@ impl Evidence for FileIndexes<'_> {
             .collect();
         let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
         self.bytes_fetched.set(self.bytes_fetched.get() + bytes);
+        // Opening an index checks its block against where the footer starts: the file's
+        // last 8 bytes, fetched now unless the footer's read kept them.
+        let size = self.file.identity().size;
+        if !ranges.is_empty() && self.body_end.is_none() && size >= 8 {
+            ranges.push(size - 8..size);
+        }
         ranges
     }
 

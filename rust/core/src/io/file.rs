@@ -18,7 +18,7 @@ use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
 
 use crate::error::{Error, Result};
-use crate::io::coalesce::coalesce_ranges;
+use crate::io::coalesce::{coalesce_ranges, coalesce_to};
 use crate::io::object::{self, ObjectLocation};
 use crate::io::{FileIdentity, IoStats};
 
@@ -89,6 +89,9 @@ impl FileHandle {
 /// Local reads closer than this are merged: a page header or index block a few KB past a
 /// read is cheaper to take along than to ask for again.
 const LOCAL_GAP: u64 = 64 * 1024;
+/// Requests scattered small reads from an object store are merged down to (see
+/// `prefetch_with_scattered`), below the requests a scan keeps in flight.
+const SCATTERED_REQUESTS: usize = 12;
 /// Local footers mostly fit in this many bytes.
 const LOCAL_FOOTER_HINT: u64 = 64 * 1024;
 
@@ -282,8 +285,27 @@ impl StorageFile {
     /// Fetch `ranges` (merged across the store's gap) and keep them, so later reads inside
     /// them cost nothing. Object requests run concurrently.
     pub fn prefetch(&self, ranges: Vec<Range<u64>>) -> Result<()> {
+        self.prefetch_with_scattered(ranges, Vec::new())
+    }
+
+    /// [`Self::prefetch`] of `ranges` and, in the same batch, of `scattered`: small reads
+    /// spread through large blocks (an index's header, buckets or bloom rows, page headers),
+    /// which merging across the store's gap would turn into reads of most of the block. They
+    /// are read exactly from a local file; from an object store merged across the smallest
+    /// gaps only down to `SCATTERED_REQUESTS`, so that they stay one round trip.
+    pub fn prefetch_with_scattered(
+        &self,
+        ranges: Vec<Range<u64>>,
+        scattered: Vec<Range<u64>>,
+    ) -> Result<()> {
+        let requests = match &self.backend {
+            Backend::Local(_) => usize::MAX,
+            Backend::Object(_) => SCATTERED_REQUESTS,
+        };
+        let mut merged = coalesce_ranges(ranges, self.coalesce_gap());
+        merged.extend(coalesce_to(scattered, requests, self.coalesce_gap()));
         let mut todo = Vec::new();
-        for r in coalesce_ranges(ranges, self.coalesce_gap()) {
+        for r in coalesce_ranges(merged, 0) {
             self.check_bounds(r.start, r.end - r.start)?;
             if self.buffered(r.start, (r.end - r.start) as usize).is_none() {
                 todo.push(r);

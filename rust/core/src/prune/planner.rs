@@ -394,12 +394,15 @@ fn prefetch(
             .without(answered(pred, indexes))
             .planning_ranges(&leaves, &kept),
     );
-    if let Some(ix) = indexes {
-        ranges.extend(ix.planning_ranges(&leaves, &kept));
-    }
+    // Index reads are small and scattered: not merged across other blocks.
+    let mut scattered = match indexes {
+        Some(ix) => ix.planning_ranges(&leaves, &kept),
+        None => Vec::new(),
+    };
     let size = file.identity().size;
     ranges.retain(|r| r.end <= size);
-    file.prefetch(ranges)
+    scattered.retain(|r| r.end <= size);
+    file.prefetch_with_scattered(ranges, scattered)
 }
 
 /// Stage 6: each kept row group narrowed to rows by the page index (loaded only now, when

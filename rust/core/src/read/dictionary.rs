@@ -88,6 +88,57 @@ pub(crate) fn fetch_selected_pages(
     Ok(skipped)
 }
 
+/// Bytes read from the start of a page to find its encoding in its header (a few dozen
+/// bytes, plus the page's statistics when the writer put them there).
+const HEADER_PEEK: u64 = 1024;
+/// Selections of more pages than this keep the dictionary: it is a small part of the read.
+const MAX_PEEKS: usize = 16;
+
+/// Leaves among `leaves`, whose pages are read later, whose dictionary page no page
+/// holding `selected` rows uses, found from the first bytes of those pages. Only chunks
+/// whose encoding statistics leave it open, and selections of a few pages, are looked at;
+/// a header that cannot be read keeps the dictionary.
+pub(crate) fn unused_dictionaries(
+    file: &StorageFile,
+    md: &ParquetMetaData,
+    rg: usize,
+    leaves: &[usize],
+    selected: &RowRanges,
+    rows: u64,
+) -> Result<Vec<usize>> {
+    let mut open = Vec::new();
+    for &leaf in leaves {
+        let chunk = md.row_group(rg).column(leaf);
+        let Some((pages, first_selected)) = selected_pages(md, rg, leaf, selected, rows) else {
+            continue;
+        };
+        if pages.len() > MAX_PEEKS
+            || dictionary_range(md, rg, leaf).is_none()
+            || chunk.page_encoding_stats_mask().is_none()
+            || fetch_with_pages(chunk, first_selected)
+        {
+            continue;
+        }
+        let heads: Vec<Range<u64>> = pages
+            .iter()
+            .map(|p| p.start..p.end.min(p.start + HEADER_PEEK))
+            .collect();
+        open.push((leaf, heads));
+    }
+    let heads = open.iter().flat_map(|(_, h)| h.iter().cloned()).collect();
+    file.prefetch_with_scattered(Vec::new(), heads)?;
+    Ok(open
+        .into_iter()
+        .filter(|(_, heads)| {
+            heads.iter().all(|h| {
+                file.prefetched(h.clone())
+                    .is_some_and(|b| needs_dictionary(&b) == Ok(false))
+            })
+        })
+        .map(|(leaf, _)| leaf)
+        .collect())
+}
+
 /// Byte ranges of the pages of `leaf` holding `selected` rows, and whether the chunk's
 /// first data page is among them; `None` where there is no offset index.
 pub(crate) fn selected_pages(

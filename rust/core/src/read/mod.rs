@@ -201,7 +201,7 @@ pub fn read_unit(
     } else {
         predicate_leaves.clone()
     };
-    let skipped = dictionary::fetch_selected_pages(
+    let mut skipped = dictionary::fetch_selected_pages(
         &file,
         &md,
         rg,
@@ -210,6 +210,16 @@ pub fn read_unit(
         unit.row_group_rows,
     )
     .map_err(|e| e.in_file(&path))?;
+    // The columns read later skip their dictionaries too where no selected page uses them.
+    let later: Vec<usize> = projected_leaves
+        .iter()
+        .copied()
+        .filter(|l| !eager_leaves.contains(l))
+        .collect();
+    skipped.extend(
+        dictionary::unused_dictionaries(&file, &md, rg, &later, &unit.ranges, unit.row_group_rows)
+            .map_err(|e| e.in_file(&path))?,
+    );
     let offsets = Arc::new(Mutex::new(HashSet::new()));
     let tracked = TrackedFile {
         inner: file,
