@@ -115,7 +115,7 @@ fn check_page_index(file: &StorageFile, metadata: &ParquetMetaData) -> Result<()
             ),
         ));
     }
-    file.prefetch(vec![start..end])?;
+    file.prefetch(std::iter::once(start..end).collect())?;
     let Some(bytes) = file.prefetched(start..end) else {
         return Ok(());
     };
