@@ -114,6 +114,8 @@ counters! {
         bytes_read,
         requests,
         list_requests,
+        /// Reads of file bytes repeated after a failure (a 5xx, a broken connection, a short body).
+        retries,
     }
 }
 
