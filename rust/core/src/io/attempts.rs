@@ -69,6 +69,13 @@ tokio::task_local! {
     static SCOPE: Arc<Attempts>;
 }
 
+/// The status of the last answer the current request got (0: none yet, or no scope).
+pub fn last_status() -> u16 {
+    SCOPE
+        .try_with(|s| s.last_status.load(Ordering::Relaxed))
+        .unwrap_or(0)
+}
+
 /// The HTTP client object_store would use, recording each attempt in the current scope.
 #[derive(Debug)]
 struct Counting(HttpClient);
@@ -142,8 +149,31 @@ pub struct Ran<T> {
 /// A request that failed for good: the last failure, or the deadline.
 #[derive(Debug)]
 pub enum RunError {
-    Failed(Failure),
-    TimedOut { after: Duration, attempts: u64 },
+    Failed {
+        failure: Failure,
+        /// The last attempt's HTTP status (0: none): object_store loses it when the
+        /// error answer's body cannot be read.
+        status: u16,
+        attempts: u64,
+        after: Duration,
+    },
+    TimedOut {
+        after: Duration,
+        attempts: u64,
+    },
+}
+
+impl RunError {
+    /// The failure from the store, when that is what ended the request.
+    pub fn store_error(&self) -> Option<&object_store::Error> {
+        match self {
+            RunError::Failed {
+                failure: Failure::Store(e),
+                ..
+            } => Some(e),
+            _ => None,
+        }
+    }
 }
 
 fn backoff(retry: u32) -> Duration {
@@ -192,7 +222,12 @@ where
             || reruns as usize >= policy.max_retries
             || started.elapsed() + pause >= policy.deadline
         {
-            break Err(RunError::Failed(failure));
+            break Err(RunError::Failed {
+                failure,
+                status: scope.last_status.load(Ordering::Relaxed),
+                attempts,
+                after: started.elapsed(),
+            });
         }
         // The rerun's first attempt starts a new scope, so it is counted here.
         reruns += 1;
@@ -254,7 +289,10 @@ mod tests {
         }));
         assert!(matches!(
             ran.result,
-            Err(RunError::Failed(Failure::Garbled(_)))
+            Err(RunError::Failed {
+                failure: Failure::Garbled(_),
+                ..
+            })
         ));
         assert_eq!(ran.retries, 3);
     }
@@ -271,7 +309,10 @@ mod tests {
         assert_eq!(ran.retries, 0);
         assert!(matches!(
             ran.result,
-            Err(RunError::Failed(Failure::Final(_)))
+            Err(RunError::Failed {
+                failure: Failure::Final(_),
+                ..
+            })
         ));
 
         let quick = Policy {

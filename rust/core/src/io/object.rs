@@ -491,18 +491,47 @@ impl ObjectLocation {
         attempts::run(self.store.policy, op).await
     }
 
-    /// The caller's error for a request that failed for good.
+    /// The caller's error for a request that failed for good. A storage error says how
+    /// many attempts were made, and in how long.
     fn failed(&self, e: RunError) -> Error {
-        match e {
-            RunError::Failed(Failure::Store(e)) => self.stale(map_error(&self.url, e)),
-            RunError::Failed(Failure::Garbled(why)) => Error::Io {
+        let (failure, status, attempts, after) = match e {
+            RunError::TimedOut { after, attempts } => {
+                return attempts::timed_out(&self.url, after, attempts, self.store.policy.deadline)
+            }
+            RunError::Failed {
+                failure,
+                status,
+                attempts,
+                after,
+            } => (failure, status, attempts, after),
+        };
+        let error = match failure {
+            // An error answer whose body was lost still has its status.
+            Failure::Store(object_store::Error::Generic { .. }) if status == 412 => self.changed(),
+            Failure::Store(object_store::Error::Generic { .. }) if status == 404 => {
+                self.stale(Error::NotFound {
+                    path: self.url.clone(),
+                })
+            }
+            Failure::Store(e) => self.stale(map_error(&self.url, e)),
+            Failure::Garbled(why) => Error::Io {
                 path: self.url.clone(),
                 source: std::io::Error::new(std::io::ErrorKind::UnexpectedEof, why),
             },
-            RunError::Failed(Failure::Final(e)) => self.stale(e),
-            RunError::TimedOut { after, attempts } => {
-                attempts::timed_out(&self.url, after, attempts, self.store.policy.deadline)
-            }
+            Failure::Final(e) => return self.stale(e),
+        };
+        match error {
+            Error::Io { path, source } => Error::Io {
+                path,
+                source: std::io::Error::new(
+                    source.kind(),
+                    format!(
+                        "{source} [{attempts} attempts in {:.1} s]",
+                        after.as_secs_f64()
+                    ),
+                ),
+            },
+            other => other,
         }
     }
 
@@ -770,13 +799,27 @@ impl ObjectLocation {
         Ok(meta)
     }
 
-    /// The whole object with its ETag, checked against the length the store declared.
+    /// The whole object with its ETag. It is asked for as the range `bytes=0-`: the answer
+    /// then names the object's size (Content-Range) apart from the body's length, so a
+    /// short body cannot pass for the whole object. A store that refuses the range (an
+    /// empty object has no byte 0) or ignores it is asked plainly.
     async fn get_whole_once(&self) -> std::result::Result<(Bytes, Option<String>), Failure> {
-        let r = self
-            .store
-            .inner
-            .get_opts(&self.key, GetOptions::default())
-            .await?;
+        let ranged = GetOptions {
+            range: Some(GetRange::Offset(0)),
+            ..GetOptions::default()
+        };
+        let r = match self.store.inner.get_opts(&self.key, ranged).await {
+            Ok(r) => r,
+            Err(object_store::Error::Generic { .. })
+                if matches!(attempts::last_status(), 200 | 416) =>
+            {
+                self.store
+                    .inner
+                    .get_opts(&self.key, GetOptions::default())
+                    .await?
+            }
+            Err(e) => return Err(e.into()),
+        };
         let want = r.range.end - r.range.start;
         let etag = r.meta.e_tag.clone();
         let bytes = r.bytes().await.map_err(body_failed)?;
@@ -794,7 +837,9 @@ impl ObjectLocation {
         let ran = self.run(|| self.get_whole_once()).await;
         match ran.result {
             Ok(got) => Ok(Some(got)),
-            Err(RunError::Failed(Failure::Store(object_store::Error::NotFound { .. }))) => Ok(None),
+            Err(e) if matches!(e.store_error(), Some(object_store::Error::NotFound { .. })) => {
+                Ok(None)
+            }
             Err(e) => Err(self.failed(e)),
         }
     }
@@ -838,18 +883,23 @@ impl ObjectLocation {
             .await;
         let failure = match ran.result {
             Ok(_) => return Ok(true),
-            Err(RunError::Failed(Failure::Store(object_store::Error::NotImplemented {
-                ..
-            }))) => return Ok(false),
+            Err(e)
+                if matches!(
+                    e.store_error(),
+                    Some(object_store::Error::NotImplemented { .. })
+                ) =>
+            {
+                return Ok(false)
+            }
             Err(e) => e,
         };
-        let unsure = matches!(
-            failure,
-            RunError::TimedOut { .. }
-                | RunError::Failed(Failure::Store(
+        let unsure = matches!(failure, RunError::TimedOut { .. })
+            || matches!(
+                failure.store_error(),
+                Some(
                     object_store::Error::Precondition { .. } | object_store::Error::Generic { .. }
-                ))
-        );
+                )
+            );
         if unsure {
             match self.get_whole_tagged().await? {
                 Some((now, _)) if now == *data => return Ok(true),
@@ -972,8 +1022,10 @@ impl ObjectLocation {
         self.store.forget_listings();
         let ran = block_on(self.run(|| async { Ok(self.store.inner.delete(&self.key).await?) }));
         match ran.result {
-            Ok(())
-            | Err(RunError::Failed(Failure::Store(object_store::Error::NotFound { .. }))) => Ok(()),
+            Ok(()) => Ok(()),
+            Err(e) if matches!(e.store_error(), Some(object_store::Error::NotFound { .. })) => {
+                Ok(())
+            }
             Err(e) => Err(self.failed(e)),
         }
     }
