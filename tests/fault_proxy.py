@@ -144,8 +144,9 @@ def only(
 
 
 def data_reads(req: Request) -> bool:
-    """Ranged GETs: reads of footers and pages, not listings or HEADs."""
-    return req.method == "GET" and req.range is not None
+    """Ranged GETs of data files: reads of footers and pages, not listings, HEADs or a
+    catalog's files."""
+    return req.method == "GET" and req.range is not None and "/_pqindex/" not in req.target
 
 
 def puts(req: Request) -> bool:

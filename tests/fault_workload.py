@@ -148,12 +148,16 @@ class Tally:
     """Outcomes by kind, the slowest call, and the retries scans reported."""
 
     outcomes: dict[str, int] = field(default_factory=dict)
+    #: The first message of each kind of error, to read after a run.
+    examples: dict[str, str] = field(default_factory=dict)
     retries: int = 0
     slowest: float = 0.0
     wrong: list[str] = field(default_factory=list)
 
     def add(self, outcome: str, seconds: float, detail: str = "") -> None:
         self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        if outcome != "ok":
+            self.examples.setdefault(outcome, detail[:300])
         self.slowest = max(self.slowest, seconds)
         if outcome == "wrong" or outcome.startswith("untyped"):
             self.wrong.append(f"{outcome} {detail}")
@@ -161,6 +165,8 @@ class Tally:
     def merge(self, other: Tally) -> None:
         for k, v in other.outcomes.items():
             self.outcomes[k] = self.outcomes.get(k, 0) + v
+        for k, e in other.examples.items():
+            self.examples.setdefault(k, e)
         self.retries += other.retries
         self.slowest = max(self.slowest, other.slowest)
         self.wrong.extend(other.wrong)
@@ -179,7 +185,7 @@ def checked_scan(ds: Dataset, opts: dict[str, Any], rng: random.Random, tally: T
         got = rows_of(scan.to_arrow())
         tally.retries += scan.metrics()["retries"]
     except Exception as e:
-        tally.add(outcome_of(e), time.monotonic() - started, f"scan {where!r}")
+        tally.add(outcome_of(e), time.monotonic() - started, f"scan {where!r}: {e}")
         return
     outcome = "ok" if got == ds.reference(expr) else "wrong"
     tally.add(outcome, time.monotonic() - started, f"scan {where!r}: {len(got)} rows")
@@ -227,8 +233,9 @@ def checked_index_change(
         else:
             pqindex.drop_indexes(url, storage_options=opts)
         outcome = "ok"
+        detail = ""
     except Exception as e:
-        outcome = outcome_of(e)
+        outcome, detail = outcome_of(e), str(e)
     elapsed = time.monotonic() - started
     whole, after = object_is_whole(client, ds, name)
     if not whole:
@@ -240,21 +247,22 @@ def checked_index_change(
     if outcome == "ok" and sole_writer and add and not after:
         tally.add("wrong", elapsed, f"add_indexes succeeded but {name} has none")
         return
-    tally.add(
-        outcome, elapsed, f"{'add' if add else 'drop'} {name} ({len(before)} -> {len(after)})"
-    )
+    what = f"{'add' if add else 'drop'} {name} ({len(before)} -> {len(after)})"
+    tally.add(outcome, elapsed, f"{what}: {detail}")
 
 
 def checked_catalog(ds: Dataset, opts: dict[str, Any], rng: random.Random, tally: Tally) -> None:
     """Build (or refresh) the prefix's catalog; then a scan that may use it must be right."""
     started = time.monotonic()
     try:
-        if rng.random() < 0.5:
-            pqindex.Catalog.build(ds.url.rstrip("/"), ["id", "v"], storage_options=opts)
+        root = ds.url.rstrip("/")
+        catalog = pqindex.Catalog.open(root, storage_options=opts)
+        if catalog is None or rng.random() < 0.5:
+            pqindex.Catalog.build(root, ["id", "v"], storage_options=opts)
         else:
-            pqindex.Catalog.open(ds.url.rstrip("/"), storage_options=opts).refresh()
-        outcome = "ok"
+            catalog.refresh()
+        outcome, detail = "ok", ""
     except Exception as e:
-        outcome = outcome_of(e)
-    tally.add(outcome, time.monotonic() - started, "catalog")
+        outcome, detail = outcome_of(e), str(e)
+    tally.add(outcome, time.monotonic() - started, f"catalog: {detail}")
     checked_scan(ds, opts, rng, tally)
