@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fault_proxy import FaultProxy, Schedule
+from fault_proxy import FAULTS, FaultProxy, Schedule
 from fault_workload import (
     Dataset,
     Tally,
@@ -102,7 +102,8 @@ def worker(
     out.put((index, {k: v.__dict__ for k, v in tallies.items()}))
 
 
-def summary_line(label: str, samples: list[float], warm: int) -> dict[str, float]:
+def summary_line(samples: list[float], warm: int) -> dict[str, float]:
+    """The first sample, the one after the warm-up (``start``), the last and the peak."""
     return {
         "first": samples[0],
         "start": samples[min(warm, len(samples) - 1)],
@@ -132,7 +133,10 @@ def main() -> int:
         ds = make_dataset(client, BUCKET, "data", Path(tmp) / "local")
         host, port = s3.endpoint.removeprefix("http://").split(":")
         proxy = FaultProxy((host, int(port)), stall_seconds=3.0).start()
-        proxy.schedule = Schedule(seed=args.seed, rate=args.rate)
+        weights = {f: 1.0 for f in FAULTS}
+        weights["replace"] = 0.3  # each fails the reads planned before it
+        proxy.schedule = Schedule(seed=args.seed, rate=args.rate, weights=weights)
+        proxy.on_replace = ds.replacer(client)
         opts = {
             **s3.options(through_proxy=False),
             "endpoint": proxy.endpoint,
@@ -190,8 +194,8 @@ def main() -> int:
             part.__dict__.update(t)
             total.merge(part)
     warm = max(1, int(60 / args.sample)) if args.minutes >= 3 else 1
-    memory = {str(pid): summary_line("rss", s, warm) for pid, s in rss.items() if s}
-    descriptors = {str(pid): summary_line("fds", s, warm) for pid, s in fd.items() if s}
+    memory = {str(pid): summary_line(s, warm) for pid, s in rss.items() if s}
+    descriptors = {str(pid): summary_line(s, warm) for pid, s in fd.items() if s}
     grew = [
         pid
         for pid in memory
@@ -210,6 +214,7 @@ def main() -> int:
         "requests_by_method": counts["requests_by_method"],
         "faults": counts["faults"],
         "faults_total": counts["faults_total"],
+        "objects_replaced": ds.replaced,
         "retries_in_scan_metrics": total.retries,
         "requests_repeated_after_a_fault": counts["repeats_after_fault"],
         "operations": operations,
