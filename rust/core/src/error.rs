@@ -128,7 +128,17 @@ impl Error {
         match self {
             Error::Parquet(ParquetError::External(e)) => match e.downcast::<Error>() {
                 Ok(inner) => inner.in_file(path),
-                Err(e) => Error::invalid_file(path, e.to_string()),
+                // A reader's `Read` carries a storage failure inside an io::Error.
+                Err(e) => match e.downcast::<std::io::Error>() {
+                    Ok(io) if io.get_ref().is_some_and(|i| i.is::<Error>()) => {
+                        match io.into_inner().map(|i| i.downcast::<Error>()) {
+                            Some(Ok(inner)) => inner.in_file(path),
+                            _ => Error::invalid_file(path, "unreadable"),
+                        }
+                    }
+                    Ok(io) => Error::invalid_file(path, io.to_string()),
+                    Err(e) => Error::invalid_file(path, e.to_string()),
+                },
             },
             Error::Parquet(e) => Error::invalid_file(path, e.to_string()),
             Error::Arrow(arrow_schema::ArrowError::ExternalError(e)) => {

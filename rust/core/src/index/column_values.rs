@@ -91,8 +91,12 @@ pub fn for_each_page(
     f: &mut dyn FnMut(&PageValues) -> Result<()>,
 ) -> Result<ColumnInfo> {
     let file = StorageFile::open(path, Arc::new(IoStats::default()))?;
-    let corrupt = |e: parquet::errors::ParquetError| {
-        Error::invalid_file(path, format!("cannot read column {column}: {e}"))
+    // Damage is named; a storage failure (a replaced object, say) keeps its own kind.
+    let corrupt = |e: parquet::errors::ParquetError| match Error::from(e).in_file(path) {
+        Error::InvalidFile { reason, .. } => {
+            Error::invalid_file(path, format!("cannot read column {column}: {reason}"))
+        }
+        other => other,
     };
     let options = ReadOptionsBuilder::new().with_page_index().build();
     let reader = SerializedFileReader::new_with_options(file.clone(), options).map_err(corrupt)?;

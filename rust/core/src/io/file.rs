@@ -276,7 +276,9 @@ impl StorageFile {
                     .map_err(|e| Error::io(self.path(), e))?;
                 Bytes::from(buf)
             }
-            Backend::Object(o) => o.get_range(self.identity.etag.as_deref(), range.clone())?,
+            Backend::Object(o) => {
+                o.get_range(self.identity.etag.as_deref(), range.clone(), &self.stats)?
+            }
         };
         self.stats.record_read(self.path(), range);
         Ok(bytes)
@@ -322,7 +324,7 @@ impl StorageFile {
             Backend::Object(o) => {
                 let etag = self.identity.etag.as_deref();
                 self.keep(o.take_cached(etag, &mut todo));
-                let got = o.get_ranges(etag, &todo)?;
+                let got = o.get_ranges(etag, &todo, &self.stats)?;
                 for r in &todo {
                     self.stats.record_read(self.path(), r.clone());
                 }

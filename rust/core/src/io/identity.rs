@@ -95,6 +95,8 @@ pub struct IoStats {
     pub requests: AtomicU64,
     /// The listing part of `requests`.
     pub list_requests: AtomicU64,
+    /// Requests repeated after a failure (a 5xx, a broken connection, a short body).
+    pub retries: AtomicU64,
     /// The first requests, as `explain()` shows them.
     log: std::sync::Mutex<Vec<String>>,
 }
@@ -147,5 +149,13 @@ impl IoStats {
 
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
+    }
+
+    pub fn record_retries(&self, n: u64) {
+        self.retries.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn retries(&self) -> u64 {
+        self.retries.load(Ordering::Relaxed)
     }
 }

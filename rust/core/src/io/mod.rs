@@ -1,6 +1,7 @@
 //! Storage access: file identity, and ranged reads of local files and objects that count
 //! what they fetch.
 
+pub mod attempts;
 pub mod coalesce;
 pub mod file;
 pub mod identity;

@@ -8,6 +8,11 @@
 //! Stores are configured per bucket (`configure`), the way delta-rs and obstore take
 //! `storage_options`; a bucket never configured is reached with the environment's settings
 //! and the provider's standard credential chain.
+//!
+//! Stores fail: every request runs under `attempts::run`, which adds to object_store's
+//! retries what they cannot see (a body shorter than its range, a listing cut off) and
+//! ends each request with its retries within `retry_timeout`. A replaced object is put
+//! with `If-Match` on the ETag it was read at, so of two concurrent writers one fails.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -22,13 +27,15 @@ use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
 use object_store::{
-    ClientConfigKey, GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreScheme, RetryConfig,
+    ClientConfigKey, GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreScheme, PutMode,
+    PutOptions, RetryConfig, UpdateVersion,
 };
 use url::Url;
 
 use crate::error::{Error, Result};
+use crate::io::attempts::{self, CountingConnector, Failure, Policy, Ran, RunError};
 use crate::io::range_cache::RangeCache;
-use crate::io::FileIdentity;
+use crate::io::{FileIdentity, IoStats};
 
 /// How reads from one store are shaped. Set with `storage_options` keys of the same names.
 #[derive(Debug, Clone)]
@@ -78,6 +85,8 @@ pub struct Store {
     listings: Mutex<HashMap<String, (Instant, Listed)>>,
     /// Fetched ranges kept for later scans, up to `data_cache_size` bytes.
     pub data: Mutex<RangeCache>,
+    /// How requests are retried above object_store, and the deadline of each.
+    policy: Policy,
 }
 
 impl Store {
@@ -210,6 +219,35 @@ fn seconds(key: &str, value: &str) -> Result<Duration> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// A duration given as seconds (`2.5`) or with a unit (`1500ms`, `2s`, `1m`, `1h`).
+fn duration(key: &str, value: &str) -> Result<Duration> {
+    let v = value.trim();
+    let split = v.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(v.len());
+    let (number, unit) = v.split_at(split);
+    let scale = match unit.trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => {
+            return Err(option_error(
+                key,
+                value,
+                "not a duration (seconds, or 500ms, 2s, 1m)",
+            ))
+        }
+    };
+    let secs = number
+        .trim()
+        .parse::<f64>()
+        .map_err(|e| option_error(key, value, e))?
+        * scale;
+    if !(secs.is_finite() && (0.0..=1e9).contains(&secs)) {
+        return Err(option_error(key, value, "not a duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 /// Storage options split into pqindex's own (read settings, retries) and the ones passed
 /// to the store's builder (lower-cased object_store keys).
 pub(crate) struct SplitOptions {
@@ -217,6 +255,16 @@ pub(crate) struct SplitOptions {
     pub max_retries: usize,
     pub retry_timeout: Duration,
     pub passed: Vec<(String, String)>,
+}
+
+/// The client's timeouts, which object_store takes as durations with units: a plain
+/// number is read as seconds, like pqindex's other durations.
+const TIMEOUT_KEYS: [&str; 3] = ["timeout", "connect_timeout", "read_timeout"];
+
+/// One attempt's limit when the caller sets none: object_store's 30 s, or half of
+/// `retry_timeout` when that is shorter, so a stalled attempt leaves time for a retry.
+fn default_timeout(retry_timeout: Duration) -> Duration {
+    (retry_timeout / 2).clamp(Duration::from_secs(1), Duration::from_secs(30))
 }
 
 impl SplitOptions {
@@ -239,10 +287,26 @@ impl SplitOptions {
                 "retry_timeout" => out.retry_timeout = seconds(k, v)?,
                 "list_cache_ttl" => settings.list_cache_ttl = seconds(k, v)?,
                 "data_cache_size" => settings.data_cache_size = number()?,
+                k if TIMEOUT_KEYS.contains(&k) => {
+                    let ms = duration(k, v)?.as_millis().max(1);
+                    out.passed.push((key, format!("{ms}ms")));
+                }
                 _ => out.passed.push((key, v.clone())),
             }
         }
+        if !out.passed.iter().any(|(k, _)| k == "timeout") {
+            let ms = default_timeout(out.retry_timeout).as_millis();
+            out.passed.push(("timeout".into(), format!("{ms}ms")));
+        }
         Ok(out)
+    }
+
+    /// How pqindex retries above object_store, and each request's deadline.
+    pub(crate) fn policy(&self) -> Policy {
+        Policy {
+            max_retries: self.max_retries,
+            deadline: self.retry_timeout,
+        }
     }
 
     /// Whether the caller named a plain-HTTP endpoint (MinIO, a local test server): then
@@ -265,6 +329,7 @@ fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
         ..RetryConfig::default()
     };
     let http_endpoint = split.http_endpoint();
+    let policy = split.policy();
     let SplitOptions {
         settings, passed, ..
     } = split;
@@ -286,6 +351,7 @@ fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
             if http_endpoint {
                 b = b.with_allow_http(true);
             }
+            let b = b.with_http_connector(CountingConnector);
             Arc::new(b.with_retry(retry).build().map_err(store_error(url))?)
         }
         ObjectStoreScheme::GoogleCloudStorage => {
@@ -293,6 +359,7 @@ fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
             for (k, v) in &passed {
                 b = b.with_config(k.parse().map_err(|_| unknown(k))?, v);
             }
+            let b = b.with_http_connector(CountingConnector);
             Arc::new(b.with_retry(retry).build().map_err(store_error(url))?)
         }
         ObjectStoreScheme::MicrosoftAzure => {
@@ -300,6 +367,7 @@ fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
             for (k, v) in &passed {
                 b = b.with_config(k.parse().map_err(|_| unknown(k))?, v);
             }
+            let b = b.with_http_connector(CountingConnector);
             Arc::new(b.with_retry(retry).build().map_err(store_error(url))?)
         }
         ObjectStoreScheme::Http => {
@@ -309,6 +377,7 @@ fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
                 let key: ClientConfigKey = k.parse().map_err(|_| unknown(k))?;
                 b = b.with_config(key, v);
             }
+            let b = b.with_http_connector(CountingConnector);
             Arc::new(b.with_retry(retry).build().map_err(store_error(url))?)
         }
         other => {
@@ -324,6 +393,7 @@ fn build_store(url: &Url, options: &[(String, String)]) -> Result<Store> {
         options: options.to_vec(),
         pid: std::process::id(),
         listings: Mutex::default(),
+        policy,
     })
 }
 
@@ -387,6 +457,19 @@ pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
     runtime().block_on(f)
 }
 
+/// A body that failed after a success status (object_store resumes it, and can give up
+/// or over-reach, asking for an empty range past the end): the whole read is worth
+/// another try.
+fn body_failed(e: object_store::Error) -> Failure {
+    Failure::Garbled(format!("the answer's body failed: {e}"))
+}
+
+/// Bytes of an object fetched per request when it is copied whole.
+const DOWNLOAD_CHUNK: u64 = 8 * 1024 * 1024;
+/// Objects up to this size are uploaded in one request (and can be put conditionally);
+/// larger ones in parts.
+const PART: usize = 16 * 1024 * 1024;
+
 impl ObjectLocation {
     pub fn identity_of(&self, meta: &ObjectMeta) -> FileIdentity {
         FileIdentity {
@@ -399,15 +482,74 @@ impl ObjectLocation {
         }
     }
 
+    /// Run one logical request under the store's retry policy.
+    async fn run<T, F, Fut>(&self, op: F) -> Ran<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = std::result::Result<T, Failure>>,
+    {
+        attempts::run(self.store.policy, op).await
+    }
+
+    /// The caller's error for a request that failed for good. A storage error says how
+    /// many attempts were made, and in how long.
+    fn failed(&self, e: RunError) -> Error {
+        let (failure, status, attempts, after) = match e {
+            RunError::TimedOut { after, attempts } => {
+                return attempts::timed_out(&self.url, after, attempts, self.store.policy.deadline)
+            }
+            RunError::Failed {
+                failure,
+                status,
+                attempts,
+                after,
+            } => (failure, status, attempts, after),
+        };
+        let error = match failure {
+            // An error answer whose body was lost still has its status.
+            Failure::Store(object_store::Error::Generic { .. }) if status == 412 => self.changed(),
+            Failure::Store(object_store::Error::Generic { .. }) if status == 404 => {
+                self.stale(Error::NotFound {
+                    path: self.url.clone(),
+                })
+            }
+            Failure::Store(e) => self.stale(map_error(&self.url, e)),
+            Failure::Garbled(why) => Error::Io {
+                path: self.url.clone(),
+                source: std::io::Error::new(std::io::ErrorKind::UnexpectedEof, why),
+            },
+            Failure::Final(e) => return self.stale(e),
+        };
+        match error {
+            Error::Io { path, source } => Error::Io {
+                path,
+                source: std::io::Error::new(
+                    source.kind(),
+                    format!(
+                        "{source} [{attempts} attempts in {:.1} s]",
+                        after.as_secs_f64()
+                    ),
+                ),
+            },
+            other => other,
+        }
+    }
+
     /// The object's identity, from one HEAD request.
     pub fn head(&self) -> Result<FileIdentity> {
-        let opts = GetOptions {
-            head: true,
-            ..GetOptions::default()
-        };
-        let r = block_on(self.store.inner.get_opts(&self.key, opts))
-            .map_err(|e| map_error(&self.url, e))?;
-        Ok(self.identity_of(&r.meta))
+        self.head_meta().map(|meta| self.identity_of(&meta))
+    }
+
+    /// What one HEAD request says of the object (its store version id included).
+    fn head_meta(&self) -> Result<ObjectMeta> {
+        let ran = block_on(self.run(|| async {
+            let opts = GetOptions {
+                head: true,
+                ..GetOptions::default()
+            };
+            Ok(self.store.inner.get_opts(&self.key, opts).await?.meta)
+        }));
+        ran.result.map_err(|e| self.failed(e))
     }
 
     /// Every object below this location, as a scan sees it: from a listing younger than
@@ -441,11 +583,37 @@ impl ObjectLocation {
         Ok((listed, true))
     }
 
+    /// Every object below the key, listed again from the start if a page goes wrong. A
+    /// listing may take many pages, so the deadline is per page, not for the whole.
+    async fn list_metas(&self) -> Result<Vec<ObjectMeta>> {
+        let prefix = (!self.key.as_ref().is_empty()).then_some(&self.key);
+        let deadline = self.store.policy.deadline;
+        let policy = Policy {
+            deadline: Duration::MAX,
+            ..self.store.policy
+        };
+        let ran = attempts::run(policy, || async {
+            let mut pages = self.store.inner.list(prefix);
+            let mut out = Vec::new();
+            loop {
+                let started = Instant::now();
+                match tokio::time::timeout(deadline, pages.next()).await {
+                    Ok(Some(meta)) => out.push(meta?),
+                    Ok(None) => return Ok(out),
+                    Err(_) => {
+                        let e = attempts::timed_out(&self.url, started.elapsed(), 1, deadline);
+                        return Err(Failure::Final(e));
+                    }
+                }
+            }
+        })
+        .await;
+        ran.result.map_err(|e| self.failed(e))
+    }
+
     /// Every object below this location (as a directory), with keys relative to it.
     pub fn list(&self) -> Result<Vec<(String, FileIdentity)>> {
-        let prefix = (!self.key.as_ref().is_empty()).then_some(&self.key);
-        let metas: Vec<ObjectMeta> = block_on(self.store.inner.list(prefix).try_collect())
-            .map_err(|e| map_error(&self.url, e))?;
+        let metas = block_on(self.list_metas())?;
         let base = self.key.as_ref();
         let mut out = Vec::with_capacity(metas.len());
         for m in metas {
@@ -478,6 +646,13 @@ impl ObjectLocation {
         e
     }
 
+    fn changed(&self) -> Error {
+        self.stale(Error::FileChanged {
+            path: self.url.clone(),
+            what: "ETag".to_string(),
+        })
+    }
+
     fn get_options(&self, etag: Option<&str>, range: GetRange) -> GetOptions {
         GetOptions {
             if_match: etag.map(str::to_string),
@@ -486,42 +661,55 @@ impl ObjectLocation {
         }
     }
 
-    /// Exactly `range` of the version named by `etag`. A short answer is an error, never
-    /// a shorter buffer.
-    pub async fn get_range_async(&self, etag: Option<&str>, range: Range<u64>) -> Result<Bytes> {
+    /// One run of a ranged read of the version `etag`.
+    async fn get_range_once(
+        &self,
+        etag: Option<&str>,
+        range: Range<u64>,
+    ) -> std::result::Result<Bytes, Failure> {
         let want = range.end - range.start;
         let opts = self.get_options(etag, GetRange::Bounded(range.clone()));
-        let r = self
-            .store
-            .inner
-            .get_opts(&self.key, opts)
-            .await
-            .map_err(|e| self.stale(map_error(&self.url, e)))?;
+        let r = self.store.inner.get_opts(&self.key, opts).await?;
         // Stores that ignore If-Match still name the version they served.
         if let (Some(want), Some(got)) = (etag, r.meta.e_tag.as_deref()) {
             if want != got {
-                return Err(self.stale(Error::FileChanged {
-                    path: self.url.clone(),
-                    what: "ETag".to_string(),
-                }));
+                return Err(Failure::Final(self.changed()));
             }
         }
-        let bytes = r.bytes().await.map_err(|e| map_error(&self.url, e))?;
+        let bytes = r.bytes().await.map_err(body_failed)?;
         if bytes.len() as u64 != want {
-            return Err(Error::invalid_file(
-                &self.url,
-                format!(
-                    "the store returned {} bytes for a read of {want} bytes at offset {} (a truncated response, or an object shorter than listed)",
-                    bytes.len(),
-                    range.start
-                ),
-            ));
+            return Err(Failure::Garbled(format!(
+                "the store sent {} bytes for a read of {want} bytes at offset {} (a truncated answer, or a wrong Content-Length)",
+                bytes.len(),
+                range.start
+            )));
         }
         Ok(bytes)
     }
 
-    pub fn get_range(&self, etag: Option<&str>, range: Range<u64>) -> Result<Bytes> {
-        block_on(self.get_range_async(etag, range))
+    /// Exactly `range` of the version named by `etag`, with the retries it took. A short
+    /// answer is retried, never returned as a shorter buffer.
+    async fn get_range_counted(
+        &self,
+        etag: Option<&str>,
+        range: Range<u64>,
+        stats: Option<&IoStats>,
+    ) -> Result<Bytes> {
+        let ran = self.run(|| self.get_range_once(etag, range.clone())).await;
+        if let Some(stats) = stats {
+            stats.record_retries(ran.retries);
+        }
+        ran.result.map_err(|e| self.failed(e))
+    }
+
+    /// Exactly `range` of the version named by `etag`; retries are added to `stats`.
+    pub fn get_range(
+        &self,
+        etag: Option<&str>,
+        range: Range<u64>,
+        stats: &IoStats,
+    ) -> Result<Bytes> {
+        block_on(self.get_range_counted(etag, range, Some(stats)))
     }
 
     /// The store's data cache, when it has one and `etag` names the version to look for.
@@ -562,50 +750,164 @@ impl ObjectLocation {
     }
 
     /// Fetch every range, at most `max_in_flight` requests at a time; results in order.
-    pub fn get_ranges(&self, etag: Option<&str>, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+    /// Retries are added to `stats`.
+    pub fn get_ranges(
+        &self,
+        etag: Option<&str>,
+        ranges: &[Range<u64>],
+        stats: &IoStats,
+    ) -> Result<Vec<Bytes>> {
         let n = self.store.settings.max_in_flight;
         block_on(
             futures::stream::iter(ranges.iter().cloned())
-                .map(|r| self.get_range_async(etag, r))
+                .map(|r| self.get_range_counted(etag, r, Some(stats)))
                 .buffered(n)
                 .try_collect(),
         )
     }
 
-    /// Copy the object into `dest`, streaming; returns the identity of the version copied.
+    /// Copy the object into `dest` by ranged reads of one version; returns the identity
+    /// of the version copied. Each read is retried on its own, so a long copy survives
+    /// a broken connection without starting again.
     pub fn download(&self, dest: &std::path::Path) -> Result<FileIdentity> {
+        self.download_meta(dest).map(|m| self.identity_of(&m))
+    }
+
+    /// `download`, returning what the store said of the version copied.
+    fn download_meta(&self, dest: &std::path::Path) -> Result<ObjectMeta> {
         use std::io::Write;
         let shown = dest.to_string_lossy().into_owned();
+        let meta = self.head_meta()?;
+        let identity = self.identity_of(&meta);
+        let etag = identity.etag.as_deref();
+        let mut out =
+            std::io::BufWriter::new(std::fs::File::create(dest).map_err(|e| Error::io(&shown, e))?);
+        let chunks = (0..identity.size)
+            .step_by(DOWNLOAD_CHUNK as usize)
+            .map(|at| at..(at + DOWNLOAD_CHUNK).min(identity.size));
+        let in_flight = self.store.settings.max_in_flight.min(4);
         block_on(async {
-            let r = self
-                .store
-                .inner
-                .get_opts(&self.key, GetOptions::default())
-                .await
-                .map_err(|e| map_error(&self.url, e))?;
-            let identity = self.identity_of(&r.meta);
-            let mut out = std::io::BufWriter::new(
-                std::fs::File::create(dest).map_err(|e| Error::io(&shown, e))?,
+            let mut fetched = futures::stream::iter(chunks)
+                .map(|r| self.get_range_counted(etag, r, None))
+                .buffered(in_flight);
+            while let Some(chunk) = fetched.next().await {
+                out.write_all(&chunk?).map_err(|e| Error::io(&shown, e))?;
+            }
+            Ok::<_, Error>(())
+        })?;
+        out.flush().map_err(|e| Error::io(&shown, e))?;
+        Ok(meta)
+    }
+
+    /// The whole object with its ETag. It is asked for as the range `bytes=0-`: the answer
+    /// then names the object's size (Content-Range) apart from the body's length, so a
+    /// short body cannot pass for the whole object. A store that refuses the range (an
+    /// empty object has no byte 0) or ignores it is asked plainly.
+    async fn get_whole_once(&self) -> std::result::Result<(Bytes, Option<String>), Failure> {
+        let ranged = GetOptions {
+            range: Some(GetRange::Offset(0)),
+            ..GetOptions::default()
+        };
+        let r = match self.store.inner.get_opts(&self.key, ranged).await {
+            Ok(r) => r,
+            Err(object_store::Error::Generic { .. })
+                if matches!(attempts::last_status(), 200 | 416) =>
+            {
+                self.store
+                    .inner
+                    .get_opts(&self.key, GetOptions::default())
+                    .await?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let want = r.range.end - r.range.start;
+        let etag = r.meta.e_tag.clone();
+        let bytes = r.bytes().await.map_err(body_failed)?;
+        if bytes.len() as u64 != want {
+            return Err(Failure::Garbled(format!(
+                "the store sent {} of the object's {want} bytes",
+                bytes.len()
+            )));
+        }
+        Ok((bytes, etag))
+    }
+
+    /// The whole object and its ETag, or `None` when there is none.
+    async fn get_whole_tagged(&self) -> Result<Option<(Bytes, Option<String>)>> {
+        let ran = self.run(|| self.get_whole_once()).await;
+        match ran.result {
+            Ok(got) => Ok(Some(got)),
+            Err(e) if matches!(e.store_error(), Some(object_store::Error::NotFound { .. })) => {
+                Ok(None)
+            }
+            Err(e) => Err(self.failed(e)),
+        }
+    }
+
+    /// The whole object, or `None` when there is none.
+    pub fn get_whole(&self) -> Result<Option<Bytes>> {
+        Ok(block_on(self.get_whole_tagged())?.map(|(b, _)| b))
+    }
+
+    /// Put `data` as the whole object, unconditionally (safe to repeat).
+    async fn put_overwrite(&self, data: &Bytes) -> Result<()> {
+        use object_store::ObjectStoreExt;
+        let ran = self
+            .run(|| async { Ok(self.store.inner.put(&self.key, data.clone().into()).await?) })
+            .await;
+        ran.result.map(|_| ()).map_err(|e| self.failed(e))
+    }
+
+    /// Put `data` as the whole object if it is still the version `etag`. A put whose
+    /// answer is lost may have landed: the object is then compared with `data`, so a
+    /// repeated put refused by its own success is still a success. `Ok(false)`: the store
+    /// cannot put conditionally.
+    async fn put_if_match(&self, data: &Bytes, expected: &ObjectMeta) -> Result<bool> {
+        let etag = self.identity_of(expected).etag;
+        let ran = self
+            .run(|| async {
+                let mode = PutMode::Update(UpdateVersion {
+                    e_tag: expected.e_tag.clone(),
+                    version: expected.version.clone(),
+                });
+                let opts = PutOptions {
+                    mode,
+                    ..PutOptions::default()
+                };
+                Ok(self
+                    .store
+                    .inner
+                    .put_opts(&self.key, data.clone().into(), opts)
+                    .await?)
+            })
+            .await;
+        let failure = match ran.result {
+            Ok(_) => return Ok(true),
+            Err(e)
+                if matches!(
+                    e.store_error(),
+                    Some(object_store::Error::NotImplemented { .. })
+                ) =>
+            {
+                return Ok(false)
+            }
+            Err(e) => e,
+        };
+        let unsure = matches!(failure, RunError::TimedOut { .. })
+            || matches!(
+                failure.store_error(),
+                Some(
+                    object_store::Error::Precondition { .. } | object_store::Error::Generic { .. }
+                )
             );
-            let mut stream = r.into_stream();
-            let mut written = 0u64;
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| map_error(&self.url, e))?;
-                written += chunk.len() as u64;
-                out.write_all(&chunk).map_err(|e| Error::io(&shown, e))?;
+        if unsure {
+            match self.get_whole_tagged().await? {
+                Some((now, _)) if now == *data => return Ok(true),
+                Some((_, now)) if now.is_some() && now == etag => {}
+                _ => return Err(self.changed()),
             }
-            out.flush().map_err(|e| Error::io(&shown, e))?;
-            if written != identity.size {
-                return Err(Error::invalid_file(
-                    &self.url,
-                    format!(
-                        "the store sent {written} of the object's {} bytes",
-                        identity.size
-                    ),
-                ));
-            }
-            Ok(identity)
-        })
+        }
+        Err(self.failed(failure))
     }
 
     /// Replace the object with the file at `src` in one upload (multipart above one part),
@@ -613,104 +915,132 @@ impl ObjectLocation {
     /// upload completes: readers see the old object or the new one. A failed upload is
     /// aborted and leaves the old object.
     pub fn upload(&self, src: &std::path::Path) -> Result<FileIdentity> {
-        use object_store::ObjectStoreExt;
+        self.upload_over(src, None)
+    }
+
+    /// `upload`, replacing only the version `expected` (the one a rewrite read). Objects
+    /// of one part are put with `If-Match` where the store supports it, so a concurrent
+    /// writer's version is never overwritten: `FileChanged` instead. Larger objects, and
+    /// stores without conditional puts, are checked with a HEAD just before the upload.
+    fn upload_over(
+        &self,
+        src: &std::path::Path,
+        expected: Option<&ObjectMeta>,
+    ) -> Result<FileIdentity> {
         use std::io::Read;
-        const PART: usize = 16 * 1024 * 1024;
         let shown = src.to_string_lossy().into_owned();
         let mut file = std::fs::File::open(src).map_err(|e| Error::io(&shown, e))?;
         let size = file.metadata().map_err(|e| Error::io(&shown, e))?.len();
         self.store.forget_listings();
-        let store = &self.store.inner;
         let read_part = |file: &mut std::fs::File| -> Result<Bytes> {
-            let mut buf = Vec::with_capacity(PART);
+            let mut buf = Vec::with_capacity(PART.min(size as usize));
             file.by_ref()
                 .take(PART as u64)
                 .read_to_end(&mut buf)
                 .map_err(|e| Error::io(&shown, e))?;
             Ok(Bytes::from(buf))
         };
+        let check = |expected: Option<&ObjectMeta>| -> Result<()> {
+            if let Some(before) = expected {
+                if let Some(what) = self.head()?.difference(&self.identity_of(before)) {
+                    return Err(self.stale(Error::FileChanged {
+                        path: self.url.clone(),
+                        what: what.to_string(),
+                    }));
+                }
+            }
+            Ok(())
+        };
+        let versioned = expected.filter(|e| e.e_tag.is_some() || e.version.is_some());
         if size <= PART as u64 {
             let data = read_part(&mut file)?;
-            block_on(store.put(&self.key, data.into())).map_err(|e| map_error(&self.url, e))?;
+            let put = match versioned {
+                Some(expected) => block_on(self.put_if_match(&data, expected))?,
+                None => false,
+            };
+            if !put {
+                check(expected)?;
+                block_on(self.put_overwrite(&data))?;
+            }
         } else {
-            block_on(async {
-                let mut up = store
-                    .put_multipart(&self.key)
-                    .await
-                    .map_err(|e| map_error(&self.url, e))?;
-                let mut sent = 0u64;
-                while sent < size {
-                    let part = match read_part(&mut file) {
-                        Ok(p) if !p.is_empty() => p,
-                        Ok(_) => {
-                            let _ = up.abort().await;
-                            return Err(Error::invalid_file(
-                                &shown,
-                                "the file shrank while it was uploaded",
-                            ));
-                        }
-                        Err(e) => {
-                            let _ = up.abort().await;
-                            return Err(e);
-                        }
-                    };
-                    sent += part.len() as u64;
-                    if let Err(e) = up.put_part(part.into()).await {
-                        let _ = up.abort().await;
-                        return Err(map_error(&self.url, e));
-                    }
-                }
-                up.complete().await.map_err(|e| map_error(&self.url, e))
-            })?;
+            check(expected)?;
+            block_on(self.put_parts(&mut file, size, read_part))?;
         }
         self.head()
     }
 
-    /// The whole object, or `None` when there is none.
-    pub fn get_whole(&self) -> Result<Option<Bytes>> {
-        let got = block_on(async {
-            let r = self
-                .store
-                .inner
-                .get_opts(&self.key, GetOptions::default())
-                .await?;
-            r.bytes().await
-        });
-        match got {
-            Ok(b) => Ok(Some(b)),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(map_error(&self.url, e)),
+    /// A multipart upload of `size` bytes read by `read_part`; aborted when any step
+    /// fails or outlasts the deadline, which leaves the old object.
+    async fn put_parts(
+        &self,
+        file: &mut std::fs::File,
+        size: u64,
+        read_part: impl Fn(&mut std::fs::File) -> Result<Bytes>,
+    ) -> Result<()> {
+        use object_store::ObjectStoreExt;
+        let deadline = self.store.policy.deadline;
+        let within = |step: &'static str| {
+            let url = self.url.clone();
+            move |_| attempts::timed_out(&format!("{url} ({step})"), deadline, 1, deadline)
+        };
+        let mut up = tokio::time::timeout(deadline, self.store.inner.put_multipart(&self.key))
+            .await
+            .map_err(within("start"))?
+            .map_err(|e| map_error(&self.url, e))?;
+        let mut sent = 0u64;
+        let done: Result<()> = async {
+            while sent < size {
+                let part = read_part(file)?;
+                if part.is_empty() {
+                    return Err(Error::invalid_file(
+                        &self.url,
+                        "the local copy shrank while it was uploaded",
+                    ));
+                }
+                sent += part.len() as u64;
+                tokio::time::timeout(deadline, up.put_part(part.into()))
+                    .await
+                    .map_err(within("part"))?
+                    .map_err(|e| map_error(&self.url, e))?;
+            }
+            tokio::time::timeout(deadline, up.complete())
+                .await
+                .map_err(within("complete"))?
+                .map_err(|e| map_error(&self.url, e))?;
+            Ok(())
         }
+        .await;
+        if done.is_err() {
+            let _ = tokio::time::timeout(deadline, up.abort()).await;
+        }
+        done
     }
 
     /// Delete the object (a missing object is not an error: the aim is its absence).
     pub fn delete(&self) -> Result<()> {
         use object_store::ObjectStoreExt;
         self.store.forget_listings();
-        match block_on(self.store.inner.delete(&self.key)) {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(map_error(&self.url, e)),
+        let ran = block_on(self.run(|| async { Ok(self.store.inner.delete(&self.key).await?) }));
+        match ran.result {
+            Ok(()) => Ok(()),
+            Err(e) if matches!(e.store_error(), Some(object_store::Error::NotFound { .. })) => {
+                Ok(())
+            }
+            Err(e) => Err(self.failed(e)),
         }
     }
 
     /// Change the object through a local working copy: download it, let `edit` rewrite the
     /// copy, and upload the result as the new object. The object must still be the version
-    /// downloaded when the upload starts; a concurrent replacement fails the edit
+    /// downloaded when the upload lands; a concurrent replacement fails the edit
     /// (`FileChanged`) instead of being overwritten.
     pub fn rewrite<T>(&self, edit: impl FnOnce(&str) -> Result<T>) -> Result<T> {
         let dir = scratch_dir()?;
         let name = self.key.filename().unwrap_or("object.parquet");
         let local = dir.path().join(name);
-        let before = self.download(&local)?;
+        let before = self.download_meta(&local)?;
         let out = edit(&local.to_string_lossy())?;
-        let now = self.head()?;
-        if let Some(what) = now.difference(&before) {
-            return Err(Error::FileChanged {
-                path: self.url.clone(),
-                what: what.to_string(),
-            });
-        }
-        self.upload(&local)?;
+        self.upload_over(&local, Some(&before))?;
         Ok(out)
     }
 }
@@ -752,6 +1082,33 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)));
+    }
+
+    #[test]
+    fn timeouts_are_seconds_or_durations_with_a_default_under_retry_timeout() {
+        let opts = |pairs: &[(&str, &str)]| {
+            let owned: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            SplitOptions::of(&owned).map(|s| s.passed)
+        };
+        let passed = opts(&[("timeout", "2.5"), ("connect_timeout", "1500ms")]).unwrap();
+        assert!(passed.contains(&("timeout".into(), "2500ms".into())));
+        assert!(passed.contains(&("connect_timeout".into(), "1500ms".into())));
+        assert!(opts(&[("read_timeout", "1m")])
+            .unwrap()
+            .contains(&("read_timeout".into(), "60000ms".into())));
+        // No timeout given: half of retry_timeout, at most object_store's 30 s.
+        let short = opts(&[("retry_timeout", "4")]).unwrap();
+        assert!(short.contains(&("timeout".into(), "2000ms".into())));
+        assert!(opts(&[])
+            .unwrap()
+            .contains(&("timeout".into(), "30000ms".into())));
+        for bad in ["soon", "-1", "5 fortnights", "inf"] {
+            let e = opts(&[("timeout", bad)]).err().unwrap();
+            assert!(e.to_string().contains("timeout"), "{e}");
+        }
     }
 
     #[test]

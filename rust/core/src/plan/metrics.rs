@@ -132,6 +132,9 @@ counters! {
             footer_cache_hits,
             bytes_read,
             requests,
+            /// Reads of file bytes repeated after a failure (a 5xx, a broken connection, a
+            /// short body).
+            retries,
         }
     }
 }

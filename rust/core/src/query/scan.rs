@@ -436,6 +436,7 @@ impl Scan {
         m.bytes_read.set(self.io.bytes());
         m.requests.set(self.io.requests());
         m.list_requests.set(self.io.list_requests());
+        m.retries.set(self.io.retries());
         m.values()
     }
 
