@@ -7,7 +7,7 @@ DuckDB, DataFusion, polars and Spark (classic and Spark Connect), on eight Parqu
         [--data-dir /tmp/pqindex-bench] [--out benches/results] [--tag NAME]
 
 The ``spark_impala`` layout runs its own ten queries (the page-index queries of Impala's
-study); every other layout runs the standard eighteen. See benches/README-harness.md.
+study); every other layout runs the standard eighteen. See benches/README.md.
 
 Every figure is warm: one warm-up run per engine, layout and query, then ``--runs`` timed
 runs (median, min, max). Rows must agree across engines before a time counts; a disagreement
