@@ -543,7 +543,7 @@ def test_read_ahead_setting_and_exact_rows(tmp_path: Path) -> None:
 
     path = tmp_path / "rg.parquet"
     pq.write_table(table(), path, row_group_size=500)
-    assert pqindex.read_ahead() == 128 << 20
+    assert pqindex.read_ahead() == 256 << 20
     try:
         pqindex.set_read_ahead(0)
         assert pqindex.read_ahead() == 0
@@ -551,7 +551,7 @@ def test_read_ahead_setting_and_exact_rows(tmp_path: Path) -> None:
         got = pa.table(pqindex.scan(path, batch_size=100)).column("k").to_pylist()
         assert got == list(range(ROWS))
     finally:
-        pqindex.set_read_ahead(128 << 20)
+        pqindex.set_read_ahead(256 << 20)
     for read_ahead in (0, 1 << 10, 1 << 30):
         scan = pqindex.scan(path, "k >= 777 AND k < 4321", batch_size=64, read_ahead=read_ahead)
         got = [k for b in pa.RecordBatchReader.from_stream(scan) for k in b.column(0).to_pylist()]

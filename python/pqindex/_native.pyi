@@ -202,7 +202,7 @@ def set_read_ahead(read_ahead_bytes: int) -> None:
 
 def read_ahead() -> int:
     """The read-ahead budget, in bytes, of scans that do not name their own: the last
-    ``set_read_ahead``, else ``PQINDEX_READ_AHEAD`` from the environment, else 128 MiB."""
+    ``set_read_ahead``, else ``PQINDEX_READ_AHEAD`` from the environment, else 256 MiB."""
 
 def read_metadata(
     path: StrPath, *, page_index: bool = True, storage_options: StorageOptions | None = None

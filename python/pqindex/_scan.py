@@ -70,7 +70,7 @@ def scan(
 
     ``read_ahead`` bounds, in bytes, what the scan's stream holds for row groups ahead of
     the one the consumer is reading (their fetched pages and decoded batches); by default
-    the process-wide ``pqindex.read_ahead()`` (128 MiB; ``pqindex.set_read_ahead``).
+    the process-wide ``pqindex.read_ahead()`` (256 MiB; ``pqindex.set_read_ahead``).
     """
     from pqindex import _iceberg
 

@@ -170,6 +170,7 @@ class _Reader(DataSourceReader):
 
         from pqindex._native import read_units
         from pqindex.spark._arrow import arrow_schema, conform
+        from pqindex.spark._units import task_read_ahead
 
         if partition.value is None:
             return
@@ -181,6 +182,7 @@ class _Reader(DataSourceReader):
             columns=self.schema.fieldNames(),
             batch_size=self.batch_size,
             storage_options=self.storage_options,
+            read_ahead=task_read_ahead(),
         )
         for batch in pa.RecordBatchReader.from_stream(scan):
             yield conform(batch, target)

@@ -46,7 +46,7 @@ from pqindex.spark._predicate import translate_all
 from pqindex.spark._session import default_parallelism, is_connect
 from pqindex.spark._sql import tokenize
 from pqindex.spark._storage import is_remote, storage_options_for
-from pqindex.spark._units import balanced_groups, ipc_bytes
+from pqindex.spark._units import balanced_groups, ipc_bytes, task_read_ahead
 
 #: Plans that fetch less than this (estimated compressed bytes of the selected pages) are
 #: read on the driver and handed to Spark with ``createDataFrame``: below it, starting a job
@@ -381,6 +381,7 @@ class _ReadUnits:
                     batch_size=self.batch_size,
                     catalog=self.catalog,
                     storage_options=self.storage_options,
+                    read_ahead=task_read_ahead(),
                 )
                 for out in pa.RecordBatchReader.from_stream(scan):
                     rows = conform(out, data_target)

@@ -35,3 +35,17 @@ def balanced_groups(units: Any, partitions: int) -> list[list[int]]:
         groups[-1].append(i)
         filled += size
     return groups
+
+
+#: The read-ahead of a task's stream: Spark runs a task per core, each in its own Python
+#: worker, so the process default (sized for one scan per process) is halved.
+TASK_READ_AHEAD = 128 << 20
+
+
+def task_read_ahead() -> int | None:
+    """The read-ahead for a read in a Spark task: ``PQINDEX_READ_AHEAD`` when the
+    executors' environment sets it (the native default then reads it), else
+    ``TASK_READ_AHEAD``."""
+    import os
+
+    return None if os.environ.get("PQINDEX_READ_AHEAD") else TASK_READ_AHEAD

@@ -33,7 +33,7 @@ use crate::read::{memory_estimate, read_unit};
 /// With the consumer's own unit, the batch it holds and what each thread's allocator
 /// keeps, a `SELECT *` of TPC-H lineitem in row groups of a million rows stays within
 /// 512 MiB on up to 8 threads (`docs/reliability-memory.md`).
-pub const DEFAULT_READ_AHEAD: usize = 128 << 20;
+pub const DEFAULT_READ_AHEAD: usize = 256 << 20;
 
 /// Not set yet: the first read takes `PQINDEX_READ_AHEAD` or the default.
 const UNSET: usize = usize::MAX;
@@ -101,6 +101,17 @@ struct Progress {
     held: usize,
     /// Per unit, bytes of its batches sent and not yet received.
     waiting: HashMap<usize, usize>,
+    /// Per unit being read, the bytes its read holds (counted in `held`).
+    reading: HashMap<usize, usize>,
+}
+
+impl Progress {
+    /// Bytes held for units ahead of the consumer: the consumer's own read is not read
+    /// ahead, and may start whatever its size.
+    fn ahead(&self) -> usize {
+        let own = self.reading.get(&self.consumer).copied().unwrap_or(0);
+        self.held.saturating_sub(own)
+    }
 }
 
 struct StreamShared {
@@ -118,6 +129,7 @@ impl StreamShared {
                 consumer: 0,
                 held: 0,
                 waiting: HashMap::new(),
+                reading: HashMap::new(),
             }),
             budget,
             moved: Condvar::new(),
@@ -140,15 +152,18 @@ impl StreamShared {
     }
 
     /// Wait until unit `unit` may start: within `window` units of the consumer, and, for a
-    /// unit ahead of it, with room for the `bytes` it will hold while read. Counts them.
+    /// unit ahead of it, with room for the `bytes` it will hold while read beside what
+    /// other units ahead hold. Counts them.
     fn start_unit(&self, unit: usize, window: usize, bytes: usize) {
         let mut p = self.lock();
         while !self.cancelled()
-            && (unit >= p.consumer + window || (unit != p.consumer && p.held + bytes > self.budget))
+            && (unit >= p.consumer + window
+                || (unit != p.consumer && p.ahead() + bytes > self.budget))
         {
             p = self.moved.wait(p).unwrap_or_else(|e| e.into_inner());
         }
         p.held += bytes;
+        p.reading.insert(unit, bytes);
     }
 
     /// Wait until a batch of `bytes` of unit `unit` may be sent, and count it. The
@@ -177,9 +192,10 @@ impl StreamShared {
         self.moved.notify_all();
     }
 
-    /// A unit's read ended: what it held while read is free.
-    fn release(&self, bytes: usize) {
+    /// Unit `unit`'s read ended: what it held while read is free.
+    fn release(&self, unit: usize) {
         let mut p = self.lock();
+        let bytes = p.reading.remove(&unit).unwrap_or(0);
         p.held = p.held.saturating_sub(bytes);
         self.moved.notify_all();
     }
@@ -197,12 +213,12 @@ impl StreamShared {
 /// finished, failed or panicked).
 struct Held<'a> {
     shared: &'a StreamShared,
-    bytes: usize,
+    unit: usize,
 }
 
 impl Drop for Held<'_> {
     fn drop(&mut self) {
-        self.shared.release(self.bytes);
+        self.shared.release(self.unit);
     }
 }
 
@@ -252,9 +268,9 @@ impl ScanStream {
                     }
                     let held = Held {
                         shared: &shared,
-                        bytes: memory_estimate(&units[i].unit, &shape),
+                        unit: i,
                     };
-                    shared.start_unit(i, window, held.bytes);
+                    shared.start_unit(i, window, memory_estimate(&units[i].unit, &shape));
                     if shared.cancelled() {
                         return;
                     }
@@ -530,6 +546,33 @@ mod tests {
     }
 
     /// Poll `done` for up to 20 seconds.
+    #[test]
+    fn the_consumers_own_read_leaves_the_budget_to_units_ahead() {
+        // The consumer's unit holds more than the whole budget; one unit ahead that fits
+        // still starts beside it (else two large row groups are read one at a time), and a
+        // second waits until the first is done.
+        let shared = Arc::new(StreamShared::new(100));
+        shared.start_unit(0, 8, 150);
+        let started = Arc::new(AtomicUsize::new(0));
+        let (s, n) = (shared.clone(), started.clone());
+        let first = std::thread::spawn(move || {
+            s.start_unit(1, 8, 80);
+            n.fetch_add(1, Ordering::SeqCst);
+        });
+        assert!(eventually(|| started.load(Ordering::SeqCst) == 1));
+        first.join().unwrap();
+        let (s, n) = (shared.clone(), started.clone());
+        let second = std::thread::spawn(move || {
+            s.start_unit(2, 8, 80);
+            n.fetch_add(1, Ordering::SeqCst);
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(started.load(Ordering::SeqCst), 1);
+        shared.release(1);
+        assert!(eventually(|| started.load(Ordering::SeqCst) == 2));
+        second.join().unwrap();
+    }
+
     fn eventually(done: impl Fn() -> bool) -> bool {
         let deadline = Instant::now() + Duration::from_secs(20);
         while !done() && Instant::now() < deadline {
