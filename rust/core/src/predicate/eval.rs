@@ -21,6 +21,9 @@ use crate::predicate::pattern::{lower, StrPattern};
 use crate::predicate::value::{to_scalar_array, Value};
 use crate::predicate::value_set::membership;
 
+/// IN lists longer than this are evaluated by searching the sorted set for each row.
+const IN_LIST_COMPARISONS: usize = 32;
+
 /// Evaluate `pred` on `batch`: TRUE, FALSE or NULL per row.
 pub fn evaluate(pred: &Predicate, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {
     let rows = batch.num_rows();
@@ -31,11 +34,13 @@ pub fn evaluate(pred: &Predicate, batch: &RecordBatch) -> Result<BooleanArray, A
             let array = column(batch, col)?;
             compare(&array, *op, value)
         }
+        // Up to a few dozen values, one vectorised comparison per value beats a search
+        // per row; beyond, a search per row in the set's native values.
         Predicate::InList {
             col,
             values,
             negated,
-        } if values.len() > 8 => {
+        } if values.len() > IN_LIST_COMPARISONS => {
             let array = column(batch, col)?;
             let hits = membership(&array, values)?;
             if *negated {

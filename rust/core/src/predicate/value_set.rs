@@ -152,16 +152,80 @@ pub fn distinct_values(array: &dyn Array) -> Result<Vec<Value>, ArrowError> {
 
 /// For each row of `array`: whether its value is in `sorted`, NULL where it is NULL.
 pub fn membership(array: &ArrayRef, sorted: &[Value]) -> Result<BooleanArray, ArrowError> {
-    let mut hits = vec![false; array.len()];
-    for_each_value(array.as_ref(), &mut |i, v| {
-        if let Some(v) = v {
-            hits[i] = contains(sorted, &v);
+    let hits = match native_membership(array.as_ref(), sorted) {
+        Some(hits) => hits,
+        None => {
+            let mut hits = vec![false; array.len()];
+            for_each_value(array.as_ref(), &mut |i, v| {
+                if let Some(v) = v {
+                    hits[i] = contains(sorted, &v);
+                }
+            })?;
+            BooleanBuffer::from(hits)
         }
-    })?;
-    Ok(BooleanArray::new(
-        BooleanBuffer::from(hits),
-        array.logical_nulls(),
-    ))
+    };
+    Ok(BooleanArray::new(hits, array.logical_nulls()))
+}
+
+/// Membership of integer and byte columns searched in the column's native values, with no
+/// `Value` made per row (SQL order is numeric order for integers and byte order for
+/// strings). `None` for other columns and sets (floats keep SQL's NaN and -0.0 rules).
+fn native_membership(array: &dyn Array, sorted: &[Value]) -> Option<BooleanBuffer> {
+    macro_rules! ints {
+        ($t:ty) => {{
+            let set: Vec<i128> = sorted
+                .iter()
+                .map(|v| match v {
+                    Value::Int(i) => Some(*i),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?;
+            let values = array.as_primitive::<$t>().values();
+            BooleanBuffer::collect_bool(values.len(), |i| {
+                set.binary_search(&(values[i] as i128)).is_ok()
+            })
+        }};
+    }
+    macro_rules! bytes {
+        ($a:expr) => {{
+            let a = $a;
+            let set: Vec<&[u8]> = sorted
+                .iter()
+                .map(|v| match v {
+                    Value::Bytes(b) => Some(b.as_slice()),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?;
+            BooleanBuffer::collect_bool(a.len(), |i| {
+                let v: &[u8] = a.value(i).as_ref();
+                set.binary_search(&v).is_ok()
+            })
+        }};
+    }
+    Some(match array.data_type() {
+        DataType::Int8 => ints!(Int8Type),
+        DataType::Int16 => ints!(Int16Type),
+        DataType::Int32 => ints!(Int32Type),
+        DataType::Int64 => ints!(Int64Type),
+        DataType::UInt8 => ints!(UInt8Type),
+        DataType::UInt16 => ints!(UInt16Type),
+        DataType::UInt32 => ints!(UInt32Type),
+        DataType::UInt64 => ints!(UInt64Type),
+        DataType::Date32 => ints!(Date32Type),
+        DataType::Date64 => ints!(Date64Type),
+        DataType::Decimal128(..) => ints!(Decimal128Type),
+        DataType::Timestamp(TimeUnit::Second, _) => ints!(TimestampSecondType),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => ints!(TimestampMillisecondType),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => ints!(TimestampMicrosecondType),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => ints!(TimestampNanosecondType),
+        DataType::Utf8 => bytes!(array.as_string::<i32>()),
+        DataType::LargeUtf8 => bytes!(array.as_string::<i64>()),
+        DataType::Utf8View => bytes!(array.as_string_view()),
+        DataType::Binary => bytes!(array.as_binary::<i32>()),
+        DataType::LargeBinary => bytes!(array.as_binary::<i64>()),
+        DataType::BinaryView => bytes!(array.as_binary_view()),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -215,5 +279,39 @@ mod tests {
         let f: ArrayRef = Arc::new(Float64Array::from(vec![-0.0, f64::NAN]));
         let m = membership(&f, &[Value::Float(0.0), Value::Float(f64::NAN)]).unwrap();
         assert!(m.value(0) && m.value(1));
+    }
+
+    #[test]
+    fn native_membership_agrees_with_the_generic_search() {
+        use arrow_array::{StringViewArray, UInt64Array};
+        let set: Vec<Value> = (0..40).map(|i| Value::Int(i * 7)).collect();
+        let u: ArrayRef = Arc::new(UInt64Array::from(
+            (0..300u64)
+                .map(|i| (i % 5 != 0).then_some(i))
+                .collect::<Vec<_>>(),
+        ));
+        let words: Vec<Option<String>> = (0..300)
+            .map(|i| (i % 7 != 0).then(|| format!("w{}", i % 50)))
+            .collect();
+        let bytes: Vec<Value> = (0..40)
+            .map(|i| Value::Bytes(format!("w{}", i * 3).into_bytes()))
+            .collect();
+        let mut bytes_sorted = bytes.clone();
+        sort_dedup(&mut bytes_sorted);
+        let cases: Vec<(ArrayRef, &[Value])> = vec![
+            (u, &set),
+            (Arc::new(StringArray::from(words.clone())), &bytes_sorted),
+            (Arc::new(StringViewArray::from(words)), &bytes_sorted),
+        ];
+        for (array, set) in cases {
+            let fast = membership(&array, set).unwrap();
+            let mut slow = Vec::new();
+            for_each_value(array.as_ref(), &mut |_, v| {
+                slow.push(v.map(|v| contains(set, &v)));
+            })
+            .unwrap();
+            assert_eq!(fast, BooleanArray::from(slow));
+            assert!(fast.true_count() > 0);
+        }
     }
 }
