@@ -248,6 +248,9 @@ CONFIRMED = [
     ("K = 5L AND i8 = 5", [EqualTo(("K",), 5), EqualTo(("i8",), 5)]),
     ("i32 = 2.5", []),  # Spark compares in DECIMAL: no INT equals 2.5, nothing to prune
     ("dec >= 32.985", [GreaterThanOrEqual(("dec",), Decimal("32.99"))]),
+    # An integer literal becomes a DECIMAL of its own digits before it is widened.
+    ("dec < 5 AND dec = -12", [LessThan(("dec",), Decimal("5.00")), EqualTo(("dec",), -12)]),
+    ("dec IN (1, 20)", [In(("dec",), (Decimal("1.00"), Decimal("20.00")))]),
     ("f32 > 0.1", [GreaterThanOrEqual(("f32",), 0.10000000149011612)]),
     ("f64 = 0.1", [EqualTo(("f64",), 0.1)]),
     (

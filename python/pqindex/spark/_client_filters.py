@@ -201,9 +201,15 @@ class _Check:
                 groups = [(lit,) for lit in use.lits] if use.between else [use.lits]
                 for lits in groups:
                     common: T.DataType | None = column
+                    # IN lists are typed by their items' types (no literal's own digits).
+                    own = {
+                        lit.index: None if use.in_list else self._own_decimal(lit.index, column)
+                        for lit in lits
+                    }
                     for lit in lits:
                         if common is not None:
-                            common = _coercion.common_type(common, literal_types[lit.index])
+                            typed = own[lit.index] or literal_types[lit.index]
+                            common = _coercion.common_type(common, typed)
                     if common is None:
                         casts.refused.update(lit.index for lit in lits)
                         continue
@@ -213,12 +219,33 @@ class _Check:
                     )
                     for lit in lits:
                         if cast_all or literal_types[lit.index] != common:
-                            casts.literal[lit.index] = common
+                            via = own[lit.index]
+                            casts.literal[lit.index] = common if via is None else (via, common)
                         if cast_all or common != column:
                             casts.column[lit.index] = (column, common)
                         if common != column:
                             casts.widened.add(lit.index)
         return casts
+
+    def _own_decimal(self, index: int, column: T.DataType) -> T.DecimalType | None:
+        """The DECIMAL Spark gives an integer literal compared with a DECIMAL column: of
+        the literal's own digits (``l_quantity < 5`` compares with ``CAST(5 AS
+        DECIMAL(1,0))`` widened to the column's type), not of its integer type's."""
+        if not isinstance(column, T.DecimalType):
+            return None
+        lit = self.condition.literals[index]
+        if isinstance(lit, str):
+            text = lit.strip()
+            digits = text.lstrip("+-")
+            if not digits.isdigit() or not digits.isascii():
+                return None
+        else:
+            value = getattr(lit, "_value", None)
+            if type(value) is not int:
+                return None
+            digits = str(abs(value))
+        precision = max(1, len(digits.lstrip("0")))
+        return T.DecimalType(precision, 0) if precision <= 38 else None
 
     def _confirmed(self, where: Any, casts: Casts) -> list[Node]:
         """The conjunct trees whose rendering Spark analyses as the caller's conjunct."""
@@ -430,18 +457,28 @@ class _Check:
             out = out & p
         return out
 
-    def _literal(self, index: int, cast: T.DataType | None, try_cast: bool = False) -> Any:
+    def _literal(
+        self,
+        index: int,
+        cast: T.DataType | tuple[T.DataType, T.DataType] | None,
+        try_cast: bool = False,
+    ) -> Any:
         lit = self.condition.literals[index]
+        via, to = cast if isinstance(cast, tuple) else (None, cast)
         if self.sql:
-            if cast is None:
+            if to is None:
                 return lit
-            return f"{'TRY_CAST' if try_cast else 'CAST'}({lit} AS {cast.simpleString()})"
+            if via is not None:
+                lit = f"CAST({lit} AS {via.simpleString()})"
+            return f"{'TRY_CAST' if try_cast else 'CAST'}({lit} AS {to.simpleString()})"
         from pyspark.sql.connect.column import Column
         from pyspark.sql.connect.expressions import CastExpression
 
-        if cast is None:
+        if to is None:
             return Column(lit)
-        return Column(CastExpression(lit, cast, "try" if try_cast else None))
+        if via is not None:
+            lit = CastExpression(lit, via)
+        return Column(CastExpression(lit, to, "try" if try_cast else None))
 
     def _renderer(self, casts: Casts) -> Callable[[Node], Any]:
         literals = self.condition.literals

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from pyspark.sql import types as T
 
@@ -25,9 +25,13 @@ from pqindex.spark._condition import (
     StringFn,
 )
 
+#: A literal's cast: one type, or (for an integer literal compared in a DECIMAL) the
+#: literal's own DECIMAL and then the comparison's, as Spark's analyser writes it.
+LiteralCast: TypeAlias = T.DataType | tuple[T.DataType, T.DataType]
+
 #: ``literal(index, cast)``: the condition's literal as the caller wrote it (SQL text or a
-#: Connect ``Column``), cast to ``cast`` if given.
-Literal = Callable[[int, "T.DataType | None"], Any]
+#: Connect ``Column``), cast as ``cast`` says if given.
+Literal = Callable[[int, LiteralCast | None], Any]
 
 #: The names Connect's ``Column`` methods give the string functions.
 _CONNECT_NAMES = {"startswith": "startsWith", "endswith": "endsWith", "contains": "contains"}
@@ -40,7 +44,7 @@ class Casts:
     wider type than the column's own, or casts a whole IN list), and literals of
     comparisons no type was found for."""
 
-    literal: dict[int, T.DataType] = field(default_factory=dict)
+    literal: dict[int, LiteralCast] = field(default_factory=dict)
     column: dict[int, tuple[T.DataType, T.DataType]] = field(default_factory=dict)
     widened: set[int] = field(default_factory=set)
     refused: set[int] = field(default_factory=set)
