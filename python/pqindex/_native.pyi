@@ -195,6 +195,8 @@ def read_units(
     catalog: str | None = None,
     storage_options: StorageOptions | None = None,
     read_ahead: int | None = None,
+    keys: _ArrowStream | _ArrowArray | None = None,
+    on: Sequence[str] | None = None,
 ) -> Scan: ...
 def set_read_ahead(read_ahead_bytes: int) -> None:
     """Bound what a scan's stream holds for row groups ahead of the consumer (fetched pages

@@ -249,10 +249,10 @@ class SparkScan:
             df = self._distributed()
         if self._where is not None and not self.exact:
             df = df.where(self._where)
-        joined = self._keys is not None and not (self.on_driver and self._keys.exact)
+        joined = self._keys is not None and not self._keys.exact
         if self._keys is not None and joined:
-            # Executors filter by the pushed predicate only: the semi join makes it exact
-            # (and puts the key columns first, so the output is selected again below).
+            # Only the keys' range was pushed: the semi join makes it exact (and puts the
+            # key columns first, so the output is selected again below).
             df = df.join(self._keys.frame(spark), on=self._keys.on, how="left_semi")
         if not joined and list(self._read_schema.fieldNames()) == list(self._output.fieldNames()):
             return df
@@ -287,6 +287,9 @@ class SparkScan:
             batch_size=self._batch_size,
             target=arrow_schema(schema),
         )
+        if self._keys is not None and self._keys.exact:
+            # Every key travels with the tasks, so they return the semi join's rows.
+            read.keys, read.on = ipc_bytes(self._keys.table), list(self._keys.on)
         if self._connect:
             # One row per group: Spark runs a local relation's rows as that many tasks (up
             # to its parallelism) without a shuffle.
@@ -362,6 +365,9 @@ class _ReadUnits:
     target: Any
     accumulator: Any = None
     storage_options: dict[str, Any] | None = None
+    #: The collected join keys (Arrow IPC) and their columns, for a keyed read.
+    keys: bytes | None = None
+    on: list[str] | None = None
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -382,6 +388,8 @@ class _ReadUnits:
                     catalog=self.catalog,
                     storage_options=self.storage_options,
                     read_ahead=task_read_ahead(),
+                    keys=None if self.keys is None else pa.ipc.open_stream(self.keys).read_all(),
+                    on=self.on,
                 )
                 for out in pa.RecordBatchReader.from_stream(scan):
                     rows = conform(out, data_target)

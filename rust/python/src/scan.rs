@@ -139,7 +139,7 @@ impl PyScan {
 /// Read `units` (rows of `Scan.units()`, from a plan made elsewhere) with the planning
 /// scan's `where`, `columns` and `now_ns`.
 #[pyfunction]
-#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None, catalog=None, storage_options=None, read_ahead=None))]
+#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None, catalog=None, storage_options=None, read_ahead=None, keys=None, on=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn read_units(
     py: Python<'_>,
@@ -152,7 +152,10 @@ pub fn read_units(
     catalog: Option<String>,
     storage_options: Option<StorageOptions>,
     read_ahead: Option<usize>,
+    keys: Option<AnyRecordBatch>,
+    on: Option<Vec<String>>,
 ) -> PyResult<PyScan> {
+    let keys = key_spec(keys, on)?;
     let opts = ScanOptions {
         predicate: r#where,
         columns,
@@ -161,7 +164,7 @@ pub fn read_units(
         now_ns: Some(now_ns),
         ignore_catalog: true,
         table: TableOptions::default(),
-        keys: None,
+        keys,
         read_ahead,
     };
     let batches = units
