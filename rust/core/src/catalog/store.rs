@@ -13,6 +13,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::io::AsRawFd;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -30,7 +31,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 
 use crate::catalog::{CatalogColumn, CatalogEntry};
-use crate::error::{Error, Result};
+use crate::error::{panic_message, Error, Result};
 use crate::io::{object, FileIdentity, IoStats};
 
 pub const DIR: &str = "_pqindex";
@@ -314,8 +315,17 @@ pub fn read(path: &Path, io: &IoStats) -> Result<(Vec<CatalogColumn>, Vec<Catalo
             .ok_or_else(|| Error::NotFound { path: url.clone() })?,
         None => Bytes::from(std::fs::read(path).map_err(|e| Error::io(&shown, e))?),
     };
+    // arrow-ipc and the page decoders panic on some damaged input (an Arrow schema hint,
+    // pages): the catalog is then damaged, not pqindex.
+    catch_unwind(AssertUnwindSafe(|| decode(bytes, &shown)))
+        .unwrap_or_else(|panic| Err(bad(format!("corrupt file: {}", panic_message(&*panic)))))
+}
+
+/// The columns and entries of a catalog file's bytes.
+fn decode(bytes: Bytes, shown: &str) -> Result<(Vec<CatalogColumn>, Vec<CatalogEntry>)> {
+    let bad = |why: String| Error::Source(format!("{shown}: not a pqindex catalog: {why}"));
     let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .map_err(|e| Error::from(e).in_file(&shown))?;
+        .map_err(|e| Error::from(e).in_file(shown))?;
     let kv = builder.metadata().file_metadata().key_value_metadata();
     let value = |key: &str| {
         kv.and_then(|kv| kv.iter().find(|e| e.key == key))
@@ -327,12 +337,10 @@ pub fn read(path: &Path, io: &IoStats) -> Result<(Vec<CatalogColumn>, Vec<Catalo
     let columns: Vec<CatalogColumn> = value("pqindex.catalog.columns")
         .and_then(|j| serde_json::from_str(&j).ok())
         .ok_or_else(|| bad("no column list".into()))?;
-    let reader = builder
-        .build()
-        .map_err(|e| Error::from(e).in_file(&shown))?;
+    let reader = builder.build().map_err(|e| Error::from(e).in_file(shown))?;
     let mut entries = Vec::new();
     for batch in reader {
-        let batch = batch.map_err(|e| Error::from(e).in_file(&shown))?;
+        let batch = batch.map_err(|e| Error::from(e).in_file(shown))?;
         entries.extend(entries_from_batch(&batch, &columns).map_err(|e| bad(e.to_string()))?);
     }
     Ok((columns, entries))

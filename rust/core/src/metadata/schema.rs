@@ -2,23 +2,42 @@
 //! reader produces, its leaf columns under chosen roots or by dotted name, and whether a
 //! dataset's files agree.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
 use arrow_schema::Schema;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::SchemaDescriptor;
 
-use crate::error::{Error, Result};
+use crate::error::{panic_message, Error, Result};
 
 /// Footer key/value entries that describe one file's bytes (index locators): carried into
 /// results, a table written elsewhere would point at blocks it does not have.
 pub const FILE_LOCAL_KEY_PREFIX: &str = "pqindex.index.";
 
+/// The Arrow schema of a file with its writer's `ARROW:schema` hint applied. The hint is an
+/// Arrow IPC message from the file: arrow-ipc panics on some damaged ones instead of
+/// failing, so a panic here is a damaged file too.
+pub fn hinted_schema(md: &ParquetMetaData, path: &str) -> Result<Schema> {
+    let convert = || {
+        parquet::arrow::parquet_to_arrow_schema(
+            md.file_metadata().schema_descr(),
+            md.file_metadata().key_value_metadata(),
+        )
+    };
+    match catch_unwind(AssertUnwindSafe(convert)) {
+        Ok(schema) => schema.map_err(|e| Error::from(e).in_file(path)),
+        Err(panic) => Err(Error::invalid_file(
+            path,
+            format!("corrupt Arrow schema hint: {}", panic_message(&*panic)),
+        )),
+    }
+}
+
 /// The schema a file's reader produces (with the writer's Arrow type hints applied) and the
 /// one its statistics are written in (without them).
 pub fn file_schemas(md: &ParquetMetaData, path: &str) -> Result<(Schema, Schema)> {
     let descr = md.file_metadata().schema_descr();
-    let hinted =
-        parquet::arrow::parquet_to_arrow_schema(descr, md.file_metadata().key_value_metadata())
-            .map_err(|e| Error::from(e).in_file(path))?;
+    let hinted = hinted_schema(md, path)?;
     let mut metadata = hinted.metadata().clone();
     metadata.retain(|k, _| !k.starts_with(FILE_LOCAL_KEY_PREFIX));
     let hinted = hinted.with_metadata(metadata);
@@ -30,11 +49,7 @@ pub fn file_schemas(md: &ParquetMetaData, path: &str) -> Result<(Schema, Schema)
 /// Every file of a dataset must produce the dataset's schema: bound predicates refer to
 /// leaf columns by position.
 pub fn check_schema(path: &str, md: &ParquetMetaData, expected: &Schema) -> Result<()> {
-    let got = parquet::arrow::parquet_to_arrow_schema(
-        md.file_metadata().schema_descr(),
-        md.file_metadata().key_value_metadata(),
-    )
-    .map_err(|e| Error::from(e).in_file(path))?;
+    let got = hinted_schema(md, path)?;
     let same = got.fields().len() == expected.fields().len()
         && got
             .fields()
