@@ -51,7 +51,7 @@ def rss_mb(pid: int) -> float:
         for line in f:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
-    return 0.0
+    raise OSError(f"process {pid} has exited")
 
 
 def fds(pid: int) -> int:
@@ -167,10 +167,13 @@ def main() -> int:
         results: dict[int, dict[str, Any]] = {}
         while len(results) < len(procs):
             time.sleep(args.sample)
-            for pid in rss:
+            for p in procs:
+                # A worker that has exited (a zombie until joined) has no memory to show.
+                if p.pid is None or not p.is_alive():
+                    continue
                 try:
-                    rss[pid].append(rss_mb(pid))
-                    fd[pid].append(fds(pid))
+                    rss[p.pid].append(rss_mb(p.pid))
+                    fd[p.pid].append(fds(p.pid))
                 except OSError:
                     pass
             while not out.empty():
