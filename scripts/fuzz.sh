@@ -18,6 +18,8 @@ flags=(-O -a)
 if [ $# -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(cargo +nightly fuzz list); fi
 
 cargo +nightly fuzz build "${flags[@]}" >/dev/null 2>&1
+# Thread-local destructor lists of live pool threads are not leaks (see the file).
+export LSAN_OPTIONS="suppressions=$PWD/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 printf '%-18s %12s %10s  %s\n' target execs exec/s result
 for t in "${targets[@]}"; do
     work=target/work/$t
