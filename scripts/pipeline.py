@@ -236,6 +236,7 @@ def main() -> None:
         lineitem,
         [
             pqindex.DistinctIndex("l_partkey"),
+            pqindex.BloomIndex("l_comment", granularity="page"),
             pqindex.NgramIndex("l_comment"),
             pqindex.TokenIndex("l_comment"),
         ],
@@ -243,8 +244,8 @@ def main() -> None:
     added = sum(report.column("bytes_added").to_pylist())
     progress.step(
         f"indexes built by pqindex.spark.build_indexes in {time.perf_counter() - start:.1f} s: "
-        f"{report.num_rows} files, {added / 1e6:.1f} MB of indexes (distinct l_partkey, "
-        "n-gram and token l_comment)"
+        f"{report.num_rows} files, {added / 1e6:.1f} MB of indexes (distinct l_partkey; "
+        "page bloom, n-gram and token l_comment)"
     )
     pqindex.spark.build_catalog(spark, lineitem, ["l_orderkey", "l_partkey", "l_shipdate"])
     progress.step("catalog built by pqindex.spark.build_catalog (bounds of three columns)")
