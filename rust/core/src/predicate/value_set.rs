@@ -16,6 +16,31 @@ use arrow_schema::{ArrowError, DataType, TimeUnit};
 
 use crate::predicate::value::Value;
 
+/// `$each!(T)` for the Arrow type `T` of a column whose values are integers in SQL's order
+/// (integers, dates, decimals, timestamps), else `$otherwise`.
+macro_rules! by_integer_type {
+    ($data_type:expr, $each:ident, $otherwise:expr) => {
+        match $data_type {
+            DataType::Int8 => $each!(Int8Type),
+            DataType::Int16 => $each!(Int16Type),
+            DataType::Int32 => $each!(Int32Type),
+            DataType::Int64 => $each!(Int64Type),
+            DataType::UInt8 => $each!(UInt8Type),
+            DataType::UInt16 => $each!(UInt16Type),
+            DataType::UInt32 => $each!(UInt32Type),
+            DataType::UInt64 => $each!(UInt64Type),
+            DataType::Date32 => $each!(Date32Type),
+            DataType::Date64 => $each!(Date64Type),
+            DataType::Decimal128(..) => $each!(Decimal128Type),
+            DataType::Timestamp(TimeUnit::Second, _) => $each!(TimestampSecondType),
+            DataType::Timestamp(TimeUnit::Millisecond, _) => $each!(TimestampMillisecondType),
+            DataType::Timestamp(TimeUnit::Microsecond, _) => $each!(TimestampMicrosecondType),
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => $each!(TimestampNanosecondType),
+            _ => $otherwise,
+        }
+    };
+}
+
 /// Sort by SQL order and drop duplicates (NaN equals NaN, -0.0 equals +0.0).
 pub fn sort_dedup(values: &mut Vec<Value>) {
     values.sort_by(Value::sql_cmp);
@@ -65,21 +90,6 @@ fn for_each_value(
                 f(i, v.map(Value::Bool));
             }
         }
-        DataType::Int8 => ints!(Int8Type),
-        DataType::Int16 => ints!(Int16Type),
-        DataType::Int32 => ints!(Int32Type),
-        DataType::Int64 => ints!(Int64Type),
-        DataType::UInt8 => ints!(UInt8Type),
-        DataType::UInt16 => ints!(UInt16Type),
-        DataType::UInt32 => ints!(UInt32Type),
-        DataType::UInt64 => ints!(UInt64Type),
-        DataType::Date32 => ints!(Date32Type),
-        DataType::Date64 => ints!(Date64Type),
-        DataType::Decimal128(..) => ints!(Decimal128Type),
-        DataType::Timestamp(TimeUnit::Second, _) => ints!(TimestampSecondType),
-        DataType::Timestamp(TimeUnit::Millisecond, _) => ints!(TimestampMillisecondType),
-        DataType::Timestamp(TimeUnit::Microsecond, _) => ints!(TimestampMicrosecondType),
-        DataType::Timestamp(TimeUnit::Nanosecond, _) => ints!(TimestampNanosecondType),
         DataType::Float32 => {
             for (i, v) in array.as_primitive::<Float32Type>().iter().enumerate() {
                 f(i, v.map(|v| Value::Float(f64::from(v))));
@@ -125,11 +135,11 @@ fn for_each_value(
                 f(i, v.map(<[u8]>::to_vec).map(Value::Bytes));
             }
         }
-        other => {
+        other => by_integer_type!(other, ints, {
             return Err(ArrowError::NotYetImplemented(format!(
                 "values of a {other} column"
-            )))
-        }
+            )));
+        }),
     }
     Ok(())
 }
@@ -203,28 +213,13 @@ fn native_membership(array: &dyn Array, sorted: &[Value]) -> Option<BooleanBuffe
         }};
     }
     Some(match array.data_type() {
-        DataType::Int8 => ints!(Int8Type),
-        DataType::Int16 => ints!(Int16Type),
-        DataType::Int32 => ints!(Int32Type),
-        DataType::Int64 => ints!(Int64Type),
-        DataType::UInt8 => ints!(UInt8Type),
-        DataType::UInt16 => ints!(UInt16Type),
-        DataType::UInt32 => ints!(UInt32Type),
-        DataType::UInt64 => ints!(UInt64Type),
-        DataType::Date32 => ints!(Date32Type),
-        DataType::Date64 => ints!(Date64Type),
-        DataType::Decimal128(..) => ints!(Decimal128Type),
-        DataType::Timestamp(TimeUnit::Second, _) => ints!(TimestampSecondType),
-        DataType::Timestamp(TimeUnit::Millisecond, _) => ints!(TimestampMillisecondType),
-        DataType::Timestamp(TimeUnit::Microsecond, _) => ints!(TimestampMicrosecondType),
-        DataType::Timestamp(TimeUnit::Nanosecond, _) => ints!(TimestampNanosecondType),
         DataType::Utf8 => bytes!(array.as_string::<i32>()),
         DataType::LargeUtf8 => bytes!(array.as_string::<i64>()),
         DataType::Utf8View => bytes!(array.as_string_view()),
         DataType::Binary => bytes!(array.as_binary::<i32>()),
         DataType::LargeBinary => bytes!(array.as_binary::<i64>()),
         DataType::BinaryView => bytes!(array.as_binary_view()),
-        _ => return None,
+        other => by_integer_type!(other, ints, return None),
     })
 }
 
