@@ -310,3 +310,24 @@ def test_nested_roundtrip_through_write(data_dir: Path) -> None:
     got = pqindex.scan(path).to_arrow()
     for name in _nested().column_names:
         assert got[name].to_pylist() == _nested()[name].to_pylist(), name
+
+
+def test_to_arrow_within_reads_all_or_stops(data_dir: Path) -> None:
+    """``to_arrow_within(max_bytes)`` is ``to_arrow()`` while the rows fit, ``None`` once
+    they take more; either way the scan is consumed, and errors keep their pqindex type."""
+    path = data_dir / "within.parquet"
+    pq.write_table(_table(100_000), path, row_group_size=10_000)
+    where = "k < 5000"
+    want = pqindex.scan(path, where=where, batch_size=1000).to_arrow()
+    scan = pqindex.scan(path, where=where, batch_size=1000)
+    assert scan.to_arrow_within(1 << 30).equals(want)
+    with pytest.raises(pqindex.ScanConsumedError):
+        scan.to_arrow()
+    big = pqindex.scan(path, batch_size=1000)
+    assert big.to_arrow_within(64 * 1024) is None
+    with pytest.raises(pqindex.ScanConsumedError):
+        big.to_arrow_within(1 << 30)
+    changed = pqindex.scan(path, where=where)
+    pq.write_table(_table(200), path)
+    with pytest.raises(pqindex.FileChangedError):
+        changed.to_arrow_within(1 << 30)

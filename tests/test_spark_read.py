@@ -871,15 +871,71 @@ def test_driver_read_bytes_decides_the_path(spark: Any, data_dir: Path) -> None:
     assert pqs.plan(spark, path, where).on_driver == (selected < pqs.DRIVER_READ_BYTES)
 
 
+def test_many_rows_leave_the_driver(spark: Any, data_dir: Path) -> None:
+    """A driver read stops once its rows take more than ``driver_result_bytes``. Many rows
+    pruned only as Spark's own Parquet reader prunes (statistics, the page index) go to that
+    reader, or to executors with ``spark_reader=False``; few rows stay on the driver; a read
+    with no condition is known to be large before reading. Rows are Spark's everywhere."""
+    import pqindex.spark as pqs
+
+    path = str(data_dir / "placement.parquet")
+    write_sorted(Path(path), 100_000)
+    referee = spark.read.parquet(path)
+    small = {"driver_result_bytes": 64 * 1024}
+    cases: list[tuple[str | None, dict[str, Any], str]] = [
+        ("k < 50", small, "driver"),
+        ("k >= 10000", small, "spark"),
+        ("k >= 10000", {**small, "spark_reader": False}, "executors"),
+        (None, small, "spark"),
+        (None, {**small, "spark_reader": False}, "executors"),
+    ]
+    for where, options, place in cases:
+        scan = pqs.plan(spark, path, where, **options)
+        assert scan.on_driver  # every case selects less than DRIVER_READ_BYTES
+        df = scan.to_df()
+        assert scan.read_by == place, (where, options)
+        said = {"driver": "on the driver", "spark": "by Spark's own", "executors": "in executors"}
+        assert f"read {said[place]}" in scan.explain()
+        want = referee if where is None else referee.where(where)
+        got_keys = sorted(r.k for r in df.select("k").collect())
+        assert got_keys == sorted(r.k for r in want.select("k").collect()), (where, options)
+        assert scan.selected_bytes > 0
+
+
+def test_reads_pruned_by_embedded_indexes_stay_in_pqindex(spark: Any, data_dir: Path) -> None:
+    """Many rows whose row groups an embedded index rules out (statistics cannot) are not
+    handed to Spark's reader, which would read every row group: executors read them."""
+    import pqindex.spark as pqs
+
+    path = str(data_dir / "indexed-placement.parquet")
+    n = 100_000
+    rows = np.arange(n)
+    # Row groups of 20,000 rows: the first half holds even parts, the second odd ones, each
+    # spanning 0-999, so only the distinct index tells them apart.
+    part = np.where(rows < n // 2, (rows * 2) % 1000, (rows * 2 + 1) % 1000)
+    pq.write_table(
+        pa.table({"id": pa.array(rows, pa.int64()), "part": pa.array(part, pa.int64())}),
+        path,
+        row_group_size=20_000,
+    )
+    pqindex.add_indexes(path, [pqindex.DistinctIndex("part")])
+    where = "part IN (1, 3, 5, 7, 9)"
+    scan = pqs.plan(spark, path, where, driver_result_bytes=1)
+    df = scan.to_df()
+    assert scan.metrics()["row_groups_pruned_by_index"] > 0
+    assert scan.read_by == "executors"
+    want = spark.read.parquet(path).where(where).select("id")
+    assert sorted(r.id for r in df.select("id").collect()) == sorted(r.id for r in want.collect())
+
+
 def test_only_conditions_read_alike_skip_sparks_filter(spark: Any, data_dir: Path) -> None:
-    """Where Spark confirms pqindex reads the text as Spark does (on Spark Connect, where
-    the schema comes from pqindex's own plan), pqindex's filter is the exact one and Spark
+    """Where Spark confirms pqindex reads the text as Spark does (where the schema comes
+    from pqindex's own plan, on either kind of session), pqindex's filter is the exact one and Spark
     does not apply the condition again. A backslash in a string literal (an escape to
     Spark, a character to pqindex) and ``f > 0.1`` (DOUBLE in Spark, REAL in pqindex) are
     not read alike: they are translated from what Spark confirms, and Spark's filter
     stays. Rows are Spark's."""
     import pqindex.spark as pqs
-    from pqindex.spark._session import is_connect
 
     path = data_dir / "awkward.parquet"
     pq.write_table(
@@ -897,7 +953,7 @@ def test_only_conditions_read_alike_skip_sparks_filter(spark: Any, data_dir: Pat
     for where, alike in cases.items():
         for limit in (HUGE, 0):
             plan = pqs.plan(spark, str(path), where, driver_read_bytes=limit)
-            assert plan.exact == (alike and is_connect(spark)), where
+            assert plan.exact == alike, where
             want = sorted(r.id for r in referee.where(where).select("id").collect())
             got = sorted(r.id for r in plan.to_df().select("id").collect())
             assert want and got == want, (where, limit)

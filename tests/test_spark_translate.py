@@ -360,3 +360,55 @@ def test_conditions_pqindex_reads_as_spark_does(base: Any, where: str, portable:
     from pqindex.spark._portable import as_written
 
     assert as_written(where, pushed_filters(base, where)) is portable
+
+
+#: (literal as written, the type Spark casts it to or None, whether its value is certain
+#: from the text alone).
+LITERAL_VALUES = [
+    ("2520353", None, True),
+    ("2520353", "bigint", True),
+    ("- 7", "tinyint", True),
+    ("300", "tinyint", False),  # TRY_CAST overflows to NULL: Spark's to say
+    ("3000000000", None, True),
+    ("5", "decimal(15,2)", True),
+    ("50000.00", "decimal(15,2)", True),
+    (".5", "decimal(4,3)", True),
+    ("50000.005", "decimal(15,2)", False),  # would round
+    ("123456789", "decimal(9,2)", False),  # beyond the precision
+    ("16777216", "float", True),
+    ("16777217", "float", False),  # not a float
+    ("9007199254740993", "double", False),
+    ("'a b'", None, True),
+    ("'it''s'", None, False),
+    ("'a\\\\b'", None, False),  # escapes are Spark's
+    ("DATE '1995-03-15'", None, True),
+    ("DATE '1995-3-15'", None, False),
+    ("'1995-03-15'", "date", False),  # a string parsed as a date
+    ("1.5e0", None, False),
+]
+
+
+@pytest.mark.parametrize(("text", "target", "certain"), LITERAL_VALUES)
+def test_literal_values_known_from_their_text_are_sparks(
+    spark: Any, text: str, target: str | None, certain: bool
+) -> None:
+    """The values pqindex reads off a literal's text (and so does not ask Spark to evaluate)
+    are the values Spark's own cast gives, of the same Python type."""
+    from pqindex.spark import _literal_values
+
+    one = spark.range(1)
+    literal_type = one.selectExpr(f"{text} AS c").schema[0].dataType
+    to = (
+        None
+        if target is None
+        else one.selectExpr(f"CAST(NULL AS {target}) AS c").schema[0].dataType
+    )
+    known = _literal_values.value(text, literal_type, to)
+    assert (known is not _literal_values.UNKNOWN) == certain
+    if certain:
+        cast = text if target is None else f"TRY_CAST({text} AS {target})"
+        sparks = one.selectExpr(f"{cast} AS c").toArrow().column(0)[0].as_py()
+        assert known == sparks
+        assert type(known) is type(sparks)
+        if isinstance(sparks, Decimal):
+            assert known.as_tuple().exponent == sparks.as_tuple().exponent

@@ -9,7 +9,7 @@ Spark Connect client). ``import pqindex`` alone never imports pyspark.
 
 from pqindex.spark._catalog import build_catalog
 from pqindex.spark._indexes import build_indexes
-from pqindex.spark._read import DRIVER_READ_BYTES, SparkScan, plan, read
+from pqindex.spark._read import DRIVER_READ_BYTES, DRIVER_RESULT_BYTES, SparkScan, plan, read
 from pqindex.spark._write import write
 
 
@@ -23,6 +23,7 @@ def register(spark: object, *, filter_pushdown: bool = False) -> None:
 
 __all__ = [
     "DRIVER_READ_BYTES",
+    "DRIVER_RESULT_BYTES",
     "SparkScan",
     "build_catalog",
     "build_indexes",

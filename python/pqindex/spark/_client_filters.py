@@ -12,8 +12,9 @@ a Connect ``Column``) and nothing of that reading is trusted until Spark confirm
    happens in the column's own type, with the literal cast to it, exactly as in the
    filters Spark pushes into a scan. A conjunct that fails (``int_col = 2.5``: Spark casts
    the column, not the literal) is left to Spark alone.
-3. Spark evaluates the cast literals; their values, of the column's type, make the
-   ``pyspark.sql.datasource`` filters ``_predicate`` translates.
+3. The cast literals' values, of the column's type, make the ``pyspark.sql.datasource``
+   filters ``_predicate`` translates. Spark evaluates those not certain from their text
+   (``_literal_values``).
 
 So pqindex never interprets Spark SQL syntax or coercion itself; a reading Spark does not
 confirm only costs pruning.
@@ -44,7 +45,7 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 
-from pqindex.spark import _coercion, _column, _condition, _sql
+from pqindex.spark import _coercion, _column, _condition, _literal_values, _sql
 from pqindex.spark._condition import (
     AndNode,
     Between,
@@ -154,10 +155,11 @@ class _Check:
         ]
         if not candidates:
             return result
-        casts = self._coerce(candidates, self._literal_types())
+        literal_types = self._literal_types()
+        casts = self._coerce(candidates, literal_types)
         result.nodes = self._confirmed(where, casts)
         if result.nodes:
-            result.values = self._values(result.nodes, casts)
+            result.values = self._values(result.nodes, casts, literal_types)
         self.widened = result.widened = casts.widened
         for node in result.nodes:
             f = self._filter(node, result.values)
@@ -292,18 +294,30 @@ class _Check:
             if ok and c.node is not None and self._same(c.original, render(c.node))
         ]
 
-    def _values(self, nodes: list[Node], casts: Casts) -> dict[int, Any]:
-        """Literal index -> its value, cast as in the confirmed rendering, as Python."""
+    def _values(
+        self, nodes: list[Node], casts: Casts, literal_types: list[T.DataType]
+    ) -> dict[int, Any]:
+        """Literal index -> its value, cast as in the confirmed rendering, as Python: from
+        the text where it is certain (``_literal_values``), else evaluated by Spark."""
         indices = sorted(
             {lit.index for n in nodes for _, lit in _condition.literal_uses(n)}
             | {lit.index for n in nodes for lit in _condition.other_literals(n)}
         )
-        if not indices:
-            return {}
-        exprs = [self._literal(i, casts.literal.get(i), try_cast=True) for i in indices]
-        table = self._select(exprs).toArrow()
         values: dict[int, Any] = {}
-        for position, index in enumerate(indices):
+        for index in indices:
+            cast = casts.literal.get(index)
+            target = cast[1] if isinstance(cast, tuple) else cast
+            known = _literal_values.value(
+                self.condition.literals[index], literal_types[index], target
+            )
+            if known is not _literal_values.UNKNOWN:
+                values[index] = known
+        asked = [i for i in indices if i not in values]
+        if not asked:
+            return values
+        exprs = [self._literal(i, casts.literal.get(i), try_cast=True) for i in asked]
+        table = self._select(exprs).toArrow()
+        for position, index in enumerate(asked):
             try:
                 values[index] = table.column(position)[0].as_py()
             except (OverflowError, ValueError):  # beyond Python's datetime range

@@ -49,9 +49,15 @@ from pqindex.spark._storage import is_remote, storage_options_for
 from pqindex.spark._units import balanced_groups, ipc_bytes, task_read_ahead
 
 #: Plans that fetch less than this (estimated compressed bytes of the selected pages) are
-#: read on the driver and handed to Spark with ``createDataFrame``: below it, starting a job
-#: costs more than the read. Measured in benches/spark_threshold.py (see benches/README.md).
-DRIVER_READ_BYTES = 4 * 1024 * 1024
+#: read on the driver and handed to Spark with ``createDataFrame``: a driver reads selected
+#: pages at hundreds of MB/s, so below it starting a job costs more than the read, as long
+#: as few rows come back (``DRIVER_RESULT_BYTES``). Measured in benches/README.md ("Where
+#: rows are read").
+DRIVER_READ_BYTES = 256 * 1024 * 1024
+#: A read on the driver stops once its rows take more than this as Arrow: handing rows over
+#: with ``createDataFrame`` costs tens of milliseconds a MB, more than a job's start-up
+#: beyond this.
+DRIVER_RESULT_BYTES = 2 * 1024 * 1024
 #: Join keys up to this many distinct ones are collected to the driver and prune exactly
 #: as an IN list; beyond it, only their range (min and max per key column) prunes.
 MAX_KEYS = 1_000_000
@@ -78,6 +84,8 @@ class SparkScan:
         *,
         batch_size: int = 65536,
         driver_read_bytes: int = DRIVER_READ_BYTES,
+        driver_result_bytes: int = DRIVER_RESULT_BYTES,
+        spark_reader: bool = True,
         partitions: int | None = None,
         storage_options: Mapping[str, Any] | None = None,
         keys: Any = None,
@@ -106,10 +114,7 @@ class SparkScan:
         #: Whether pqindex's predicate means exactly Spark's condition, so that Spark
         #: need not apply it again.
         self.exact = False
-        # On a classic session Spark's own analysis (``spark.read.parquet``, pushed filters
-        # from the JVM) is cheaper than confirming a reading from the client.
-        classic_local = not self._connect and self._table is None and not is_remote(self._paths)
-        probe, base = (None, None) if classic_local else self._pqindex_base(where)
+        probe, base = self._pqindex_base(where)
         if base is None:
             # Only Spark can tell the schema of this local dataset.
             base = spark.read.parquet(*self._paths)
@@ -129,7 +134,13 @@ class SparkScan:
             self._plan = self._scan(needed, self.predicate)
         self._units = self._plan.units()
         self.selected_bytes = int(sum(self._units.column("selected_bytes").to_pylist()))
+        #: Whether the read starts on the driver (it moves away if many rows come back).
         self.on_driver = self.selected_bytes < driver_read_bytes
+        self._driver_result_bytes = driver_result_bytes
+        self._spark_reader = spark_reader
+        #: Where the rows were read, once ``to_df()`` ran: ``"driver"``, ``"executors"``,
+        #: ``"spark"`` (Spark's own Parquet reader) or ``"nowhere"`` (nothing can match).
+        self.read_by: str | None = None
         self._partitions = partitions
         self._accumulator: Any = None
         self._observed: Observed | None = None
@@ -241,11 +252,22 @@ class SparkScan:
 
     def _build(self) -> Any:
         spark = self._spark
+        df, large = None, False
         if self._units.num_rows == 0:
+            self.read_by = "nowhere"
             df = spark.createDataFrame([], self._read_schema)
+        elif self._known_large():
+            large = True
         elif self.on_driver:
             df = self._read_on_driver()
-        else:
+            self.read_by, large = ("driver", False) if df is not None else (None, True)
+        if large and self._spark_reader and self._spark_reads_alike():
+            # Many rows, and nothing pruned that Spark's own reader does not prune too: its
+            # vectorised reader hands rows to Spark without a trip through Python.
+            self.read_by = "spark"
+            return self._sparks_own_read()
+        if df is None:
+            self.read_by = "executors"
             df = self._distributed()
         if self._where is not None and not self.exact:
             df = df.where(self._where)
@@ -258,11 +280,42 @@ class SparkScan:
             return df
         return df.select(*self._output.fieldNames())
 
-    def _read_on_driver(self) -> Any:
+    def _known_large(self) -> bool:
+        """Whether many rows are certain to come back before reading: every selected row
+        of a plan with no condition, which takes more room as Arrow than its compressed
+        pages."""
+        if self._where is not None or self._keys is not None:
+            return False
+        return self.selected_bytes > self._driver_result_bytes
+
+    def _spark_reads_alike(self) -> bool:
+        """Whether Spark's own Parquet reader can take this read over at no loss: a local
+        Parquet dataset with no join keys, pruned only by what Spark's reader also uses
+        (statistics, the page index, Parquet bloom filters), not by pqindex's embedded
+        indexes or catalog."""
+        if self._table is not None or self._keys is not None or is_remote(self._paths):
+            return False
+        m = self._plan.metrics()
+        beyond = ("files_pruned_by_index", "row_groups_pruned_by_index", "rows_pruned_by_index")
+        return not any(m.get(k, 0) for k in (*beyond, "files_pruned_by_catalog"))
+
+    def _sparks_own_read(self) -> Any:
+        """``spark.read.parquet(source).where(where).select(columns)``, as Spark reads it."""
+        df = self._spark.read.parquet(*self._paths)
+        if self._where is not None:
+            df = df.where(self._where)
+        return df.select(*self._output.fieldNames())
+
+    def _read_on_driver(self) -> Any | None:
+        """The rows read here as a DataFrame; None, having stopped, when they take more than
+        ``driver_result_bytes`` as Arrow."""
         import pyarrow as pa
 
         target = arrow_schema(self._read_schema)
-        batches = [conform(b, target) for b in self._plan.to_arrow().to_batches()]
+        table = self._plan.to_arrow_within(self._driver_result_bytes)
+        if table is None:
+            return None
+        batches = [conform(b, target) for b in table.to_batches()]
         if not batches:
             return self._spark.createDataFrame([], self._read_schema)
         # The Spark schema says what Arrow cannot: a naive timestamp is TIMESTAMP_NTZ.
@@ -313,7 +366,7 @@ class SparkScan:
             f"  spark condition: {self._where!r}",
             f"  pushed to pqindex: {self.predicate or '(nothing)'}"
             + (" (exactly Spark's condition: Spark does not apply it again)" if self.exact else ""),
-            f"  read {'on the driver' if self.on_driver else 'in executors'}: "
+            f"  read {self._placement()}: "
             f"{self._units.num_rows} units, ~{self.selected_bytes} bytes of selected pages",
         ]
         executors = self.executor_metrics()
@@ -326,6 +379,18 @@ class SparkScan:
                 )
             )
         return "\n".join(lines) + "\n" + self._plan.explain()
+
+    def _placement(self) -> str:
+        if self.read_by is None:
+            return (
+                "on the driver (unless many rows come back)" if self.on_driver else "in executors"
+            )
+        return {
+            "driver": "on the driver",
+            "executors": "in executors",
+            "spark": "by Spark's own Parquet reader (many rows; pruned only as Spark prunes)",
+            "nowhere": "nowhere (no page can match)",
+        }[self.read_by]
 
     def executor_metrics(self) -> dict[str, int]:
         """Read counters summed over the executors' tasks, once an action ran: over every

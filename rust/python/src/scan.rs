@@ -33,6 +33,35 @@ impl PyScan {
         }
     }
 
+    /// The stream's batches; `None` if they grew past `max_bytes` (the stream is dropped,
+    /// which stops its reads).
+    fn read_batches(
+        &self,
+        py: Python<'_>,
+        max_bytes: Option<usize>,
+    ) -> PyResult<Option<Vec<RecordBatch>>> {
+        let stream = self.take_stream()?;
+        run_blocking(
+            py,
+            move |cancel| -> Result<Option<Vec<RecordBatch>>, Error> {
+                let (mut out, mut size) = (Vec::new(), 0usize);
+                for b in stream {
+                    if cancel.load(Ordering::Relaxed) {
+                        return Err(Error::Cancelled);
+                    }
+                    let batch = b.map_err(arrow_to_core)?;
+                    size = size.saturating_add(batch.get_array_memory_size());
+                    if max_bytes.is_some_and(|max| size > max) {
+                        return Ok(None);
+                    }
+                    out.push(batch);
+                }
+                Ok(Some(out))
+            },
+        )?
+        .py()
+    }
+
     fn take_stream(&self) -> PyResult<pqindex_core::ScanStream> {
         if self.consumed.swap(true, Ordering::SeqCst) {
             return Err(consumed_error());
@@ -72,20 +101,25 @@ impl PyScan {
 
     /// Read every selected row into a `pyarrow.Table`.
     fn to_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let stream = self.take_stream()?;
-        let schema = self.scan.schema();
-        let batches = run_blocking(py, move |cancel| -> Result<Vec<RecordBatch>, Error> {
-            let mut out = Vec::new();
-            for b in stream {
-                if cancel.load(Ordering::Relaxed) {
-                    return Err(Error::Cancelled);
-                }
-                out.push(b.map_err(arrow_to_core)?);
-            }
-            Ok(out)
-        })?
-        .py()?;
-        crate::pyarrow::table(py, batches, schema)
+        let batches = self.read_batches(py, None)?.unwrap_or_default();
+        crate::pyarrow::table(py, batches, self.scan.schema())
+    }
+
+    /// Like `to_arrow`, but stop reading and return `None` once the rows take more than
+    /// `max_bytes` in memory: for callers that would rather read a large result elsewhere.
+    fn to_arrow_within<'py>(
+        &self,
+        py: Python<'py>,
+        max_bytes: usize,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match self.read_batches(py, Some(max_bytes))? {
+            Some(batches) => Ok(Some(crate::pyarrow::table(
+                py,
+                batches,
+                self.scan.schema(),
+            )?)),
+            None => Ok(None),
+        }
     }
 
     /// The plan's units (file identity, row group, row ranges, estimated bytes), one row
