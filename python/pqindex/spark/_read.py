@@ -51,9 +51,10 @@ from pqindex.spark._units import balanced_groups, ipc_bytes, task_read_ahead
 #: Plans that fetch less than this (estimated compressed bytes of the selected pages) are
 #: read on the driver and handed to Spark with ``createDataFrame``: a driver reads selected
 #: pages at hundreds of MB/s, so below it starting a job costs more than the read, as long
-#: as few rows come back (``DRIVER_RESULT_BYTES``). Measured in benches/README.md ("Where
-#: rows are read").
-DRIVER_READ_BYTES = 256 * 1024 * 1024
+#: as few rows come back (``DRIVER_RESULT_BYTES``). It also bounds what a driver read that
+#: stops for many rows has cost: its first rows may come only after most of a row group.
+#: Measured in benches/README.md ("Where rows are read").
+DRIVER_READ_BYTES = 128 * 1024 * 1024
 #: A read on the driver stops once its rows take more than this as Arrow: handing rows over
 #: with ``createDataFrame`` costs tens of milliseconds a MB, more than a job's start-up
 #: beyond this.
