@@ -1,16 +1,19 @@
-"""Indexed reads in Spark: plan on the driver with the Rust core, read the selected pages in
-the executors with ``mapInArrow``, and let Spark apply its own condition last.
+"""Indexed reads in Spark: plan on the driver with the Rust core, read the selected pages where
+that is cheapest, and let Spark apply its own condition last unless pqindex's is proven the
+same.
 
 The driver (the Python process holding the session: the Spark driver on a classic session,
-the client on Spark Connect) lets Spark analyse ``where`` over ``spark.read.parquet(source)``
-and turns what Spark confirms of it into a pqindex predicate, which may only widen: on a
-classic session the filters Spark pushes into its own Parquet scan (``_jvm_filters``), on
-Spark Connect the condition read on the client and confirmed by Spark's analyser
-(``_client_filters``). Both become one predicate through ``_predicate``. The plan's units
-travel to the executors as Arrow IPC blobs in a small DataFrame; executors rebuild the scan
-from them and stream the rows, failing the task if a file changed since planning. Spark's
-own condition is then applied to those rows, so results are exactly Spark's whatever the
-translation could express. Plans that select little are read on the driver instead.
+the client on Spark Connect) takes the schema from pqindex's own plan, typed as Spark's
+Parquet reader types it (``_schema``; Spark's ``spark.read.parquet`` only for what that does
+not cover), and turns what Spark confirms of ``where`` into a pqindex predicate, which may
+only widen: the condition read on the client and confirmed by Spark's analyser
+(``_client_filters``), or, over ``spark.read.parquet``, the filters Spark pushes into its own
+Parquet scan (``_jvm_filters``, classic sessions). Both become one predicate through
+``_predicate``. Few rows are read on the driver and handed over with ``createDataFrame``;
+many rows pruned no better than Spark's own reader prunes go to that reader; the rest are
+read in executors: the plan's units travel as Arrow IPC blobs in a small DataFrame, and
+``mapInArrow`` rebuilds the scan from them and streams the rows, failing the task if a file
+changed since planning.
 
 Object-store sources (``s3a://``, ``s3://``, ``gs://``, ...) are read by pqindex alone, on
 the driver and in executors, so Spark needs no s3a connector: the schema comes from pqindex,
