@@ -99,6 +99,19 @@ def test_many_keys_prune_by_their_range(spark: Any, fact: str) -> None:
     assert plan.metrics()["rows_selected"] <= 2 * 1_000
 
 
+def test_repeated_keys_are_collected_once_each(spark: Any, fact: str) -> None:
+    """Keys repeated past ``max_keys`` rows but with few distinct values are still
+    collected (made distinct by Spark once the rows alone are too many) and read as the
+    exact semi join, without Spark's join after the read."""
+    keys = spark.range(0, 60).selectExpr("CAST(id % 4 AS BIGINT) * 1000 AS order")
+    expected = rows(spark_semi_join(spark, fact, keys, ["order"], None))
+    assert len(expected) == 4
+    for max_keys in (10, 100):  # fewer and more than the 60 rows
+        plan = pqindex.spark.plan(spark, fact, keys=keys, on="order", max_keys=max_keys)
+        assert rows(plan.to_df()) == expected
+        assert plan.metrics()["rows_matched"] == 4
+
+
 def test_keys_need_on(spark: Any, fact: str, tmp_path: Path) -> None:
     with pytest.raises(pqindex.InvalidArgumentError):
         pqindex.spark.read(spark, fact, keys=[1, 2])

@@ -503,7 +503,14 @@ class _Keys:
             raise pqindex.InvalidArgumentError(
                 f"keys have columns {chosen.columns}; on names {len(names)} key columns"
             )
-        chosen = chosen.toDF(*names).dropna().distinct()
+        chosen = chosen.toDF(*names).dropna()
+        # Collected as they are first (a shuffle-free job) and made distinct here; Spark's
+        # distinct runs only when more than max_keys rows come back.
+        rows = chosen.limit(max_keys + 1).toArrow()
+        if rows.num_rows <= max_keys:
+            distinct = rows.group_by(names, use_threads=False).aggregate([])
+            return _Keys(names, chosen.distinct(), distinct.select(names))
+        chosen = chosen.distinct()
         collected = chosen.limit(max_keys + 1).toArrow()
         if collected.num_rows <= max_keys:
             return _Keys(names, chosen, collected)
