@@ -508,8 +508,7 @@ class _Keys:
         # distinct runs only when more than max_keys rows come back.
         rows = chosen.limit(max_keys + 1).toArrow()
         if rows.num_rows <= max_keys:
-            distinct = rows.group_by(names, use_threads=False).aggregate([])
-            return _Keys(names, chosen.distinct(), distinct.select(names))
+            return _Keys(names, chosen.distinct(), _distinct_rows(rows, names))
         chosen = chosen.distinct()
         collected = chosen.limit(max_keys + 1).toArrow()
         if collected.num_rows <= max_keys:
@@ -533,6 +532,17 @@ class _Keys:
         if self.source is not None:
             return self.source
         return spark.createDataFrame(self.table)
+
+
+def _distinct_rows(table: Any, names: list[str]) -> Any:
+    """``table``'s distinct rows; ``table`` itself for key types Arrow cannot group (a
+    repeated key only repeats an IN list's item)."""
+    import pyarrow as pa
+
+    try:
+        return table.group_by(names, use_threads=False).aggregate([]).select(names)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+        return table
 
 
 def _table_format(source: Any) -> str | None:
