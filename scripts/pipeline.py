@@ -47,6 +47,15 @@ class Query:
     join: tuple[Any, str, str] | None = None
 
 
+#: Where pqindex.spark read a query's rows (``SparkScan.read_by``), as printed.
+READ_BY = {
+    "driver": "read on driver",
+    "executors": "read in executors",
+    "spark": "read by Spark's reader",
+    "nowhere": "nothing to read",
+}
+
+
 class Progress:
     """One line per step, with the time since the start."""
 
@@ -164,7 +173,7 @@ def pqindex_read(spark: Any, source: str, q: Query) -> tuple[Any, dict[str, Any]
         keys = frame.withColumnRenamed(theirs, on)
     scan = pqindex.spark.plan(spark, source, q.where, q.columns, keys=keys, on=on)
     table = scan.to_df().toArrow()
-    return table, scan.metrics() | {"at": "driver" if scan.on_driver else "executors"}
+    return table, scan.metrics() | {"at": scan.read_by}
 
 
 def spark_read(spark: Any, source: str, q: Query) -> Any:
@@ -278,7 +287,7 @@ def main() -> None:
     for q, rows, ours_s, theirs_s, m, spark_bytes in results:
         print(
             f"{q.name:30} {rows:>6} {ours_s:>10.3f} {theirs_s:>8.3f} {theirs_s / ours_s:>6.1f}x "
-            f"{m['bytes_read']:>14,} {spark_bytes:>13,}  {why(m)} (read on {m['at']})"
+            f"{m['bytes_read']:>14,} {spark_bytes:>13,}  {why(m)} ({READ_BY[m['at']]})"
         )
     print(
         f"\nwarm, median of {args.runs} runs; every query returned the same rows from "
