@@ -112,14 +112,9 @@ impl PyScan {
         py: Python<'py>,
         max_bytes: usize,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        match self.read_batches(py, Some(max_bytes))? {
-            Some(batches) => Ok(Some(crate::pyarrow::table(
-                py,
-                batches,
-                self.scan.schema(),
-            )?)),
-            None => Ok(None),
-        }
+        self.read_batches(py, Some(max_bytes))?
+            .map(|batches| crate::pyarrow::table(py, batches, self.scan.schema()))
+            .transpose()
     }
 
     /// The plan's units (file identity, row group, row ranges, estimated bytes), one row

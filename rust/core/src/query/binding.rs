@@ -12,6 +12,7 @@ use parquet::schema::types::SchemaDescPtr;
 use crate::error::{Error, Result};
 use crate::metadata::schema::file_schemas;
 use crate::plan::{OutputColumn, OutputShape};
+use crate::predicate::keys::{bind_keys, KeySpec};
 use crate::predicate::{self, BindSchema, Predicate};
 
 /// The schemas names and literals bind against.
@@ -83,6 +84,25 @@ impl Binding {
         };
         let ast = predicate::sql::parse(text, now_ns)?;
         Ok(Some(predicate::bind(&ast, &self.bind_schema())?))
+    }
+
+    /// The predicate of a read: `text` bound, ANDed with a keyed read's keys (a semi join:
+    /// only rows whose key is among them).
+    pub fn bind_read(
+        &self,
+        text: Option<&str>,
+        keys: Option<&KeySpec>,
+        now_ns: i128,
+    ) -> Result<Option<Predicate>> {
+        let predicate = self.bind_where(text, now_ns)?;
+        let Some(keys) = keys else {
+            return Ok(predicate);
+        };
+        let keyed = bind_keys(keys, &self.bind_schema())?;
+        Ok(Some(match predicate {
+            Some(p) => Predicate::and(vec![p, keyed]),
+            None => keyed,
+        }))
     }
 
     /// The output of `columns` (every column, partitions last, when `None`). Names match

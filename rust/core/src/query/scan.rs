@@ -12,7 +12,7 @@ use crate::index::evidence::EmbeddedIndexes;
 use crate::io::{IoStats, StorageFile};
 use crate::metadata::MetadataCache;
 use crate::plan::{Metrics, OutputShape, ScanUnit};
-use crate::predicate::keys::{bind_keys, KeySpec};
+use crate::predicate::keys::KeySpec;
 use crate::predicate::Predicate;
 use crate::prune::planner::{
     plan_file, FileCatalog, FileIndexEvidence, FileToPlan, HeldFiles, PlanContext, SchemaAdapter,
@@ -293,14 +293,7 @@ impl Scan {
             warmed,
         } = sources;
         let now_ns = opts.now_ns.unwrap_or_else(now_ns);
-        let mut predicate = binding.bind_where(opts.predicate.as_deref(), now_ns)?;
-        if let Some(keys) = &opts.keys {
-            let keyed = bind_keys(keys, &binding.bind_schema())?;
-            predicate = Some(match predicate {
-                Some(p) => Predicate::and(vec![p, keyed]),
-                None => keyed,
-            });
-        }
+        let predicate = binding.bind_read(opts.predicate.as_deref(), opts.keys.as_ref(), now_ns)?;
         let shape = binding.output_shape(opts.columns.as_deref(), opts.batch_size)?;
         let projected_roots = shape.roots();
         let threads = opts.threads.max(1);

@@ -24,7 +24,6 @@ use crate::metadata::page_index::has_page_index;
 use crate::metadata::schema::{check_schema, leaves_of};
 use crate::metadata::MetadataCache;
 use crate::plan::{Metrics, OutputShape, PlannedFile, RowRanges, ScanUnit};
-use crate::predicate::keys::bind_keys;
 use crate::predicate::value::{to_scalar_array, Value};
 use crate::predicate::Predicate;
 use crate::prune::page_index::conjunct_rows;
@@ -394,17 +393,13 @@ impl Scan {
                             Some(t) => Binding::of_table(t, partition_fields.clone())?,
                             None => Binding::of(&md, &path, partition_fields.clone())?,
                         };
-                        let mut predicate =
-                            binding.bind_where(opts.predicate.as_deref(), now_ns)?;
                         // The keys of a keyed read filter the rows here too, so a task
                         // returns only the semi join's rows.
-                        if let Some(keys) = &opts.keys {
-                            let keyed = bind_keys(keys, &binding.bind_schema())?;
-                            predicate = Some(match predicate {
-                                Some(p) => Predicate::and(vec![p, keyed]),
-                                None => keyed,
-                            });
-                        }
+                        let predicate = binding.bind_read(
+                            opts.predicate.as_deref(),
+                            opts.keys.as_ref(),
+                            now_ns,
+                        )?;
                         let shape =
                             binding.output_shape(opts.columns.as_deref(), opts.batch_size)?;
                         bound = Some((binding, predicate, shape));
