@@ -256,23 +256,9 @@ class SparkScan:
 
     def _build(self) -> Any:
         spark = self._spark
-        df, large = None, False
-        if self._units.num_rows == 0:
-            self.read_by = "nowhere"
-            df = spark.createDataFrame([], self._read_schema)
-        elif self._known_large():
-            large = True
-        elif self.on_driver:
-            df = self._read_on_driver()
-            self.read_by, large = ("driver", False) if df is not None else (None, True)
-        if large and self._spark_reader and self._spark_reads_alike():
-            # Many rows, and nothing pruned that Spark's own reader does not prune too: its
-            # vectorised reader hands rows to Spark without a trip through Python.
-            self.read_by = "spark"
-            return self._sparks_own_read()
-        if df is None:
-            self.read_by = "executors"
-            df = self._distributed()
+        df = self._rows()
+        if self.read_by == "spark":
+            return df
         if self._where is not None and not self.exact:
             df = df.where(self._where)
         joined = self._keys is not None and not self._keys.exact
@@ -283,6 +269,27 @@ class SparkScan:
         if not joined and list(self._read_schema.fieldNames()) == list(self._output.fieldNames()):
             return df
         return df.select(*self._output.fieldNames())
+
+    def _rows(self) -> Any:
+        """The DataFrame of the rows read, from wherever reading them is cheapest (sets
+        ``read_by``)."""
+        if self._units.num_rows == 0:
+            self.read_by = "nowhere"
+            return self._spark.createDataFrame([], self._read_schema)
+        large = self._known_large()
+        if self.on_driver and not large:
+            df = self._read_on_driver()
+            if df is not None:
+                self.read_by = "driver"
+                return df
+            large = True
+        if large and self._spark_reader and self._spark_reads_alike():
+            # Many rows, and nothing pruned that Spark's own reader does not prune too: its
+            # vectorised reader hands rows to Spark without a trip through Python.
+            self.read_by = "spark"
+            return self._sparks_own_read()
+        self.read_by = "executors"
+        return self._distributed()
 
     def _known_large(self) -> bool:
         """Whether many rows are certain to come back before reading: every selected row
@@ -508,7 +515,7 @@ class _Keys:
         # distinct runs only when more than max_keys rows come back.
         rows = chosen.limit(max_keys + 1).toArrow()
         if rows.num_rows <= max_keys:
-            return _Keys(names, chosen.distinct(), _distinct_rows(rows, names))
+            return _Keys(names, chosen, _distinct_rows(rows, names))
         chosen = chosen.distinct()
         collected = chosen.limit(max_keys + 1).toArrow()
         if collected.num_rows <= max_keys:
