@@ -694,10 +694,15 @@ def test_bloom_filter_prunes_absent_values(writer: str, data_dir: Path, duckdb_c
     require_pqindex()
     table = datagen.make_pruning_table()
     path = write_pruning_fixture(writer, table, data_dir)
-    for where in ['"h" = 20001', "\"payload\" = 'row-1234x'", '"h" IN (777, 1999)']:
+    for where in ['"h" = 20001', '"h" IN (777, 1999)']:
         metrics = scan_and_compare(path, where, duckdb_con)
         assert metrics["rows_matched"] == 0
         assert metrics["row_groups_pruned_by_bloom"] > 0, (where, metrics)
+    # payload is in row order: the page index leaves a few small pages of the row groups
+    # statistics keep; a filter is read only where those cost more than it does.
+    metrics = scan_and_compare(path, "\"payload\" = 'row-1234x'", duckdb_con)
+    assert metrics["rows_matched"] == 0
+    assert metrics["row_groups_pruned_by_bloom"] == metrics["bloom_filters_read"], metrics
     present = int(table.column("h")[4321].as_py())
     metrics = scan_and_compare(path, f'"h" = {present}', duckdb_con)
     assert metrics["rows_matched"] == 1, metrics

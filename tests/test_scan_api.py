@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 from pathlib import Path
 
 import pqindex
@@ -206,19 +207,44 @@ def test_explain_and_metrics(simple: Path) -> None:
 def test_bloom_pruning_counted(data_dir: Path) -> None:
     path = data_dir / "bloom.parquet"
     values = list(range(0, 20000, 2))  # only even numbers
+    random.Random(7).shuffle(values)  # every row group's and page's bounds hold 5001
     t = pa.table({"k": pa.array(values, pa.int64()), "s": [f"v{v}" for v in values]})
     pqindex.write(t, path, bloom_filter_columns=["k", "s"], row_group_size=1000)
-    scan = pqindex.scan(path, '"k" = 5001')  # inside one row group's min/max, absent
+    scan = pqindex.scan(path, '"k" = 5001')  # inside every row group's min/max, absent
     assert scan.to_arrow().num_rows == 0
     m = scan.metrics()
-    assert m["row_groups_pruned_by_stats"] == 9
-    assert m["row_groups_pruned_by_bloom"] == 1
+    assert m["row_groups_pruned_by_stats"] == 0
+    assert m["row_groups_pruned_by_bloom"] == 10
     scan = pqindex.scan(path, "\"s\" = 'v5001'")
     assert scan.to_arrow().num_rows == 0
     assert scan.metrics()["row_groups_pruned_by_bloom"] > 0
     scan = pqindex.scan(path, '"k" = 5000')  # present: never pruned by bloom
     assert scan.to_arrow().num_rows == 1
-    assert scan.metrics()["row_groups_pruned_by_bloom"] == 0
+    assert scan.metrics()["row_groups_pruned_by_bloom"] == 9
+
+
+def test_no_bloom_filter_read_where_the_page_index_leaves_a_page(data_dir: Path) -> None:
+    path = data_dir / "bloom_sorted.parquet"
+    values = list(range(0, 20000, 2))
+    t = pa.table({"k": pa.array(values, pa.int64())})
+    pqindex.write(t, path, bloom_filter_columns=["k"], row_group_size=1000, page_row_limit=100)
+    # Statistics keep one row group, whose page index keeps one page: reading that page
+    # (and its dictionary) costs less than the row group's filter, and is exact.
+    scan = pqindex.scan(path, '"k" = 5001')
+    assert scan.to_arrow().num_rows == 0
+    m = scan.metrics()
+    assert m["row_groups_pruned_by_stats"] == 9
+    assert m["bloom_filters_read"] == 0 and m["pages_read"] == 1
+    bytes_without = m["bytes_read"]
+    assert pqindex.scan(path, '"k" = 5000').to_arrow().num_rows == 1
+    # An IN-list over every page of the row group is worth the filter.
+    absent = ", ".join(str(v) for v in range(4001, 6000, 200))
+    scan = pqindex.scan(path, f'"k" IN ({absent})')
+    assert scan.to_arrow().num_rows == 0
+    m = scan.metrics()
+    assert m["bloom_filters_read"] == 1 and m["row_groups_pruned_by_bloom"] == 1
+    assert m["pages_read"] == 0
+    assert bytes_without > 0
 
 
 # --- now() / current_date -------------------------------------------------------------------

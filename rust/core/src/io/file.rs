@@ -86,9 +86,10 @@ impl FileHandle {
     }
 }
 
-/// Local reads closer than this are merged: a page header or index block a few KB past a
-/// read is cheaper to take along than to ask for again.
-const LOCAL_GAP: u64 = 64 * 1024;
+/// Local reads closer than this are merged. A local read costs a system call, not a round
+/// trip: a gap larger than a memory page costs more to copy than a second call, and is
+/// bytes no reader needs (the column chunks between two a query reads, say).
+const LOCAL_GAP: u64 = 4 * 1024;
 /// Requests scattered small reads from an object store are merged down to (see
 /// `prefetch_with_scattered`), below the requests a scan keeps in flight.
 const SCATTERED_REQUESTS: usize = 12;

@@ -6,7 +6,8 @@
 //! 3. the footer: statistics rule out row groups;
 //! 4. what the rest of planning reads (page index, bloom filters, index blocks) is fetched
 //!    at once; embedded indexes rule out the file;
-//! 5. Parquet bloom filters, then embedded indexes, rule out row groups;
+//! 5. Parquet bloom filters (unless the page index already narrows a row group to pages
+//!    that cost less than its filters), then embedded indexes, rule out row groups;
 //! 6. the page index and embedded page-level indexes narrow each row group to rows;
 //! 7. what is left becomes scan units.
 //!
@@ -216,32 +217,36 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
                     return Ok(FilePlan::pruned(m, summary, warnings));
                 }
             }
-            // 5. Row groups by Parquet bloom filters, then by embedded indexes.
-            let mut blooms = ParquetBlooms::new(&file, &md, &m.bloom_filters_read)
-                .without(answered(pred, indexes.as_deref()));
+            // 5. Row groups by Parquet bloom filters (where they can pay), then by
+            // embedded indexes.
+            let answered = answered(pred, indexes.as_deref());
+            let mut blooms =
+                ParquetBlooms::new(&file, &md, &m.bloom_filters_read).without(answered.clone());
+            let mut pages = PageIndex::new(ctx, &file, &md, &m);
+            let mut no_blooms = NoEvidence;
             for rg in access.kept() {
-                if !row_group_may_match(pred, rg, &mut [&mut statistics, &mut blooms])? {
+                let pay = file.is_remote()
+                    || blooms_pay(pred, &md, rg, access.rows(rg), &answered, &mut pages)?;
+                let blooms: &mut dyn Evidence = if pay { &mut blooms } else { &mut no_blooms };
+                if !row_group_may_match(pred, rg, &mut [&mut statistics, blooms])? {
                     m.row_groups_pruned_by_bloom.incr();
                     access.skip(rg);
                     continue;
                 }
                 if let Some(ix) = indexes.as_deref_mut() {
-                    if !row_group_may_match(pred, rg, &mut [&mut statistics, &mut blooms, ix])? {
+                    if !row_group_may_match(pred, rg, &mut [&mut statistics, blooms, ix])? {
                         m.row_groups_pruned_by_index.incr();
                         access.skip(rg);
                     }
                 }
             }
             // 6. Rows, by the page index and embedded page-level indexes.
-            paged = narrow_rows(
-                pred,
-                ctx,
-                &file,
-                md.clone(),
-                &mut access,
-                indexes.as_deref_mut(),
-                &m,
-            )?;
+            paged = if access.kept().is_empty() {
+                md.clone()
+            } else {
+                pages.footer()?
+            };
+            narrow_rows(pred, &paged, &mut access, indexes.as_deref_mut(), &m)?;
         }
     }
     // 7. What is left.
@@ -375,9 +380,10 @@ fn adapt(
     }
 }
 
-/// Stage 4: fetch in one go what the finer stages read for the kept row groups (column
-/// indexes, Parquet blooms, embedded index heads). Parquet blooms are not read for
-/// columns an embedded lookup index answers for.
+/// Stage 4: fetch in one go what the finer stages read for the kept row groups (the page
+/// index, embedded index heads, and on object stores Parquet blooms, which saves a round
+/// trip). Parquet blooms are not read for columns an embedded lookup index answers for; on
+/// local files each is read when stage 5 finds it can pay.
 fn prefetch(
     pred: &Predicate,
     file: &StorageFile,
@@ -389,11 +395,13 @@ fn prefetch(
     let leaves: Vec<usize> = pred.columns().iter().filter_map(|c| c.leaf).collect();
     let kept = access.kept();
     let mut ranges = ColumnIndexes::new(md).planning_ranges(&leaves, &kept);
-    ranges.extend(
-        ParquetBlooms::new(file, md, &m.bloom_filters_read)
-            .without(answered(pred, indexes))
-            .planning_ranges(&leaves, &kept),
-    );
+    if file.is_remote() {
+        ranges.extend(
+            ParquetBlooms::new(file, md, &m.bloom_filters_read)
+                .without(answered(pred, indexes))
+                .planning_ranges(&leaves, &kept),
+        );
+    }
     // Index reads are small and scattered: not merged across other blocks.
     let mut scattered = match indexes {
         Some(ix) => ix.planning_ranges(&leaves, &kept),
@@ -405,28 +413,138 @@ fn prefetch(
     file.prefetch_with_scattered(ranges, scattered)
 }
 
-/// Stage 6: each kept row group narrowed to rows by the page index (loaded only now, when
-/// a row group is left to narrow), then by embedded page-level indexes. Returns the footer
-/// with its page index.
+/// The footer with its page index, loaded the first time a stage asks for it (bloom
+/// filters, then rows) and only if the file has one.
+struct PageIndex<'a> {
+    ctx: &'a PlanContext<'a>,
+    file: &'a StorageFile,
+    md: &'a Arc<ParquetMetaData>,
+    m: &'a Metrics,
+    loaded: Option<Arc<ParquetMetaData>>,
+}
+
+impl<'a> PageIndex<'a> {
+    fn new(
+        ctx: &'a PlanContext<'a>,
+        file: &'a StorageFile,
+        md: &'a Arc<ParquetMetaData>,
+        m: &'a Metrics,
+    ) -> Self {
+        PageIndex {
+            ctx,
+            file,
+            md,
+            m,
+            loaded: None,
+        }
+    }
+
+    fn footer(&mut self) -> Result<Arc<ParquetMetaData>> {
+        if let Some(md) = &self.loaded {
+            return Ok(md.clone());
+        }
+        let md = if has_page_index(self.md) {
+            let (loaded, outcome) = self.ctx.cache.get(self.file, true)?;
+            if outcome.page_index_loaded {
+                self.m.page_indexes_read.incr();
+            }
+            loaded
+        } else {
+            self.md.clone()
+        };
+        self.loaded = Some(md.clone());
+        Ok(md)
+    }
+}
+
+/// Whether row group `rg`'s Parquet bloom filters can pay for their bytes: not when the
+/// page index has already narrowed the probed columns to pages that cost no more than
+/// their filters (a page or two of a large row group, typically). A filter answers for the
+/// whole row group; those pages are read and checked exactly anyway. (On object stores the
+/// filters came with the page index in one round trip, so they are always used.)
+fn blooms_pay(
+    pred: &Predicate,
+    md: &ParquetMetaData,
+    rg: usize,
+    rows: u64,
+    answered: &[usize],
+    pages: &mut PageIndex,
+) -> Result<bool> {
+    let mut filtered: Vec<usize> = pred
+        .leaves()
+        .into_iter()
+        .filter(|l| is_probe(l))
+        .filter_map(|l| l.column().and_then(|c| c.leaf))
+        .filter(|leaf| !answered.contains(leaf))
+        .collect();
+    filtered.sort_unstable();
+    filtered.dedup();
+    let chunks: Vec<_> = filtered
+        .iter()
+        .filter_map(|&leaf| {
+            md.row_groups()
+                .get(rg)?
+                .columns()
+                .get(leaf)
+                .map(|c| (leaf, c))
+        })
+        .filter(|(_, c)| c.bloom_filter_offset().is_some())
+        .collect();
+    if chunks.is_empty() || !has_page_index(md) {
+        return Ok(true);
+    }
+    let Some(filter_bytes) = chunks
+        .iter()
+        .map(|(_, c)| c.bloom_filter_length().and_then(|l| u64::try_from(l).ok()))
+        .sum::<Option<u64>>()
+    else {
+        return Ok(true);
+    };
+    let paged = pages.footer()?;
+    let selected = rows_may_match(pred, rg, rows, &mut [&mut ColumnIndexes::new(&paged)])?;
+    let mut page_bytes = 0u64;
+    for (leaf, chunk) in &chunks {
+        let Some(oi) = offset_index(&paged, rg, *leaf) else {
+            return Ok(true);
+        };
+        let locations = oi.page_locations();
+        let bounds = page_boundaries(oi, rows);
+        let mut any = false;
+        for (page, w) in locations.iter().zip(bounds.windows(2)) {
+            if selected.overlaps(&(w[0]..w[1].max(w[0]))) {
+                any = true;
+                page_bytes += u64::try_from(page.compressed_page_size).unwrap_or(0);
+            }
+        }
+        // A dictionary page is read with any of the chunk's pages.
+        if let (true, Some(dict), Some(first)) =
+            (any, chunk.dictionary_page_offset(), locations.first())
+        {
+            page_bytes += u64::try_from(first.offset - dict).unwrap_or(0);
+        }
+    }
+    Ok(filter_bytes < page_bytes)
+}
+
+/// Evidence of nothing: stands in for a source a stage chose not to ask.
+struct NoEvidence;
+
+impl Evidence for NoEvidence {
+    fn source(&self) -> Source {
+        Source::ParquetBloom
+    }
+}
+
+/// Stage 6: each kept row group narrowed to rows by the page index (`paged`, the footer
+/// with its page index when the file has one), then by embedded page-level indexes.
 fn narrow_rows(
     pred: &Predicate,
-    ctx: &PlanContext,
-    file: &StorageFile,
-    md: Arc<ParquetMetaData>,
+    paged: &ParquetMetaData,
     access: &mut AccessPlan,
     mut indexes: Option<&mut (dyn Evidence + '_)>,
     m: &Metrics,
-) -> Result<Arc<ParquetMetaData>> {
-    let paged = if !access.kept().is_empty() && has_page_index(&md) {
-        let (loaded, outcome) = ctx.cache.get(file, true)?;
-        if outcome.page_index_loaded {
-            m.page_indexes_read.incr();
-        }
-        loaded
-    } else {
-        md
-    };
-    let mut pages = ColumnIndexes::new(&paged);
+) -> Result<()> {
+    let mut pages = ColumnIndexes::new(paged);
     for rg in access.kept() {
         let rows = access.rows(rg);
         let by_pages = rows_may_match(pred, rg, rows, &mut [&mut pages])?;
@@ -444,7 +562,7 @@ fn narrow_rows(
             m.row_groups_pruned_by_page_index.incr();
         }
     }
-    Ok(paged)
+    Ok(())
 }
 
 /// The leaf columns embedded indexes answer for (none without indexes).
@@ -592,7 +710,8 @@ mod tests {
     use crate::testing::{int64s, strings, write_file, Layout};
 
     /// 4 row groups of 1,000 rows, 100-row pages: `k` sorted 0..4000, `u` = k * 7 % 4000
-    /// (unsorted), `s` = "s<k>" with a Parquet bloom filter.
+    /// (unsorted), `s` = "s<k>" (pages smaller than its filter) and `t` = [`t_value`] of
+    /// `u` (pages that do not compress), both with a Parquet bloom filter.
     fn file(dir: &std::path::Path) -> String {
         write_file(
             dir,
@@ -601,13 +720,19 @@ mod tests {
                 ("k", int64s(0..4000)),
                 ("u", int64s((0..4000).map(|k| k * 7 % 4000))),
                 ("s", strings((0..4000).map(|k| Some(format!("s{k:04}"))))),
+                ("t", strings((0..4000).map(|k| Some(t_value(k * 7 % 4000))))),
             ],
             Layout {
                 row_group_size: 1000,
                 page_rows: Some(100),
-                bloom: &["s"],
+                bloom: &["s", "t"],
             },
         )
+    }
+
+    /// A string of `u` that does not compress.
+    fn t_value(u: i64) -> String {
+        format!("t{:016x}", (u as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
     }
 
     /// Plan `path` with `predicate`, with the given catalog.
@@ -664,16 +789,36 @@ mod tests {
     fn parquet_blooms_rule_out_what_statistics_keep() {
         let dir = tempfile::tempdir().unwrap();
         let path = file(dir.path());
-        // Within every row group's bounds of the first one, absent from all.
+        // Within every row group's and page's bounds, absent from all.
+        let p = plan(&path, "t = 't8x'");
+        assert_eq!(p.metrics.row_groups_pruned_by_stats.get(), 0);
+        assert_eq!(p.metrics.row_groups_pruned_by_bloom.get(), 4);
+        assert_eq!(p.metrics.bloom_filters_read.get(), 4);
+        assert!(p.units.is_empty());
+        // Present: kept by its filter, where the page index could not narrow it.
+        let p = plan(&path, &format!("t = '{}'", t_value(1234)));
+        assert_eq!(p.metrics.row_groups_pruned_by_bloom.get(), 3);
+        assert_eq!(p.units.len(), 1);
+    }
+
+    #[test]
+    fn no_bloom_filter_is_read_where_the_page_index_leaves_cheaper_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file(dir.path());
+        // The page index narrows the one row group statistics keep to one page, which
+        // costs less than the row group's filter (absent value or not).
         let p = plan(&path, "s = 's0000x'");
         assert_eq!(p.metrics.row_groups_pruned_by_stats.get(), 3);
-        assert_eq!(p.metrics.row_groups_pruned_by_bloom.get(), 1);
-        assert_eq!(p.metrics.bloom_filters_read.get(), 1);
-        assert!(p.units.is_empty());
-        // Present: kept, and narrowed to its page by the page index.
-        let p = plan(&path, "s = 's1234'");
+        assert_eq!(p.metrics.bloom_filters_read.get(), 0);
         assert_eq!(p.units.len(), 1);
         assert_eq!(p.units[0].ranges.row_count(), 100);
+        let p = plan(&path, "s IN ('s1234', 's1250')");
+        assert_eq!(p.metrics.bloom_filters_read.get(), 0);
+        assert_eq!(p.units[0].ranges.row_count(), 100);
+        // Where the page index rules every page out, no filter is read either.
+        let p = plan(&path, "s = 's1099x'");
+        assert_eq!(p.metrics.bloom_filters_read.get(), 0);
+        assert!(p.units.is_empty());
     }
 
     #[test]
