@@ -347,13 +347,13 @@ LAYOUTS = [
     ),
     Layout(
         "small_files_catalog",
-        "the small_files files (hard links) with a pqindex catalog: bounds on l_orderkey, "
+        "copies of the small_files files with a pqindex catalog: bounds on l_orderkey, "
         "l_partkey, l_suppkey, l_shipdate; bloom filters on " + ", ".join(BLOOM_COLUMNS),
         False,
     ),
     Layout(
         "small_files_default_catalog",
-        "the small_files files (hard links) with a pqindex catalog built by "
+        "copies of the small_files files with a pqindex catalog built by "
         "pqindex.Catalog.build(path) with its default arguments (every column it can bound, "
         "no bloom filters)",
         False,
@@ -472,27 +472,31 @@ def write_small_files(raw: Path, out: Path) -> None:
     flush()
 
 
-def write_small_files_catalog(raw: Path, out: Path) -> None:
-    """Hard links to the small_files layout's files, and a catalog of them."""
-    import pqindex
-
+def copy_small_files(raw: Path, out: Path) -> None:
+    """Copies of the small_files layout's files. Not hard links: a new link changes the
+    inode's change time, which is part of a file's identity, so one layout's links would
+    make another's catalog stale."""
     small = next(lay for lay in LAYOUTS if lay.name == "small_files")
     source = build_layout(small, raw, out.parent, None)
     for f in data_files(source):
-        os.link(f, out / f.name)
+        shutil.copyfile(f, out / f.name)
+
+
+def write_small_files_catalog(raw: Path, out: Path) -> None:
+    """Copies of the small_files layout's files, and a catalog of them."""
+    import pqindex
+
+    copy_small_files(raw, out)
     columns = ["l_orderkey", "l_partkey", "l_suppkey", "l_shipdate"]
     pqindex.Catalog.build(out, columns, bloom=list(BLOOM_COLUMNS))
 
 
 def write_small_files_default_catalog(raw: Path, out: Path) -> None:
-    """Hard links to the small_files layout's files, and a catalog built as a new user
-    builds one: ``Catalog.build(path)``, nothing else."""
+    """Copies of the small_files layout's files, and a catalog built as a new user builds
+    one: ``Catalog.build(path)``, nothing else."""
     import pqindex
 
-    small = next(lay for lay in LAYOUTS if lay.name == "small_files")
-    source = build_layout(small, raw, out.parent, None)
-    for f in data_files(source):
-        os.link(f, out / f.name)
+    copy_small_files(raw, out)
     pqindex.Catalog.build(out)
 
 
