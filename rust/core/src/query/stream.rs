@@ -320,7 +320,14 @@ fn send_unit(
     shared: &StreamShared,
     tx: &Sender<Message>,
 ) -> bool {
-    let batches = match read_unit(&piece.unit, piece.threads, shape, io, read) {
+    let batches = match read_unit(
+        &piece.unit,
+        piece.threads,
+        shape,
+        io,
+        read,
+        piece.shared.as_ref(),
+    ) {
         Ok(b) => b,
         Err(e) => return tx.send(Message::Failed(e)).is_ok(),
     };
@@ -482,6 +489,56 @@ mod tests {
         assert!(keys(scan.stream()).into_iter().eq(0..300_000));
         assert_eq!(scan.metrics.units_read.get(), 1);
         assert_eq!(scan.metrics.rows_scanned.get(), 300_000);
+    }
+
+    #[test]
+    fn the_pieces_of_a_row_group_fetch_its_dictionary_pages_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let rows = 300_000;
+        let words = |k: i64| Some(format!("{:016x}", (k % 2_000).wrapping_mul(0x9E37_79B9)));
+        let path = testing::write_file(
+            dir.path(),
+            "d.parquet",
+            vec![
+                ("k", int64s(0..rows)),
+                ("s", testing::strings((0..rows).map(words))),
+            ],
+            Layout {
+                row_group_size: rows as usize,
+                page_rows: Some(10_000),
+                ..Default::default()
+            },
+        );
+        let read = |threads: usize, predicate: Option<&str>| {
+            let opts = ScanOptions {
+                threads,
+                predicate: predicate.map(String::from),
+                ..Default::default()
+            };
+            let cache = MetadataCache::new(1 << 24);
+            let scan = Scan::plan(
+                std::slice::from_ref(&path),
+                &opts,
+                &cache,
+                &AtomicBool::new(false),
+            )
+            .unwrap();
+            let before = scan.io.bytes();
+            let got = keys(scan.stream());
+            assert!(got.into_iter().eq(0..rows));
+            scan.io.bytes() - before
+        };
+        // With no condition no page index is loaded: the pieces read whole chunks, once.
+        assert_eq!(read(2, None), read(1, None));
+        // With one, each piece reads its pages, and `s`'s dictionary page (read after the
+        // filter) once; only a page straddling the cut is read twice.
+        let md = crate::metadata::read_metadata(&path, false, &MetadataCache::new(1 << 20))
+            .unwrap()
+            .metadata;
+        let dictionary = crate::read::dictionary_bytes(&md, 0, 1);
+        assert!(dictionary > 5_000, "{dictionary}");
+        let (alone, pieces) = (read(1, Some("k >= 0")), read(2, Some("k >= 0")));
+        assert!(pieces < alone + dictionary / 2, "{pieces} against {alone}");
     }
 
     /// A stream over hand-fed channels, one per unit, with no workers.

@@ -25,10 +25,12 @@ use crate::io::StorageFile;
 use crate::metadata::page_header::needs_dictionary;
 use crate::metadata::page_index::{offset_index, page_boundaries};
 use crate::plan::RowRanges;
+use crate::read::shared_pages::SharedPages;
 
 /// Fetch the pages of `leaves` in row group `rg` that hold `selected` rows, each
-/// chunk's dictionary page only where a selected page uses it. Returns the leaves whose
-/// dictionary pages the read can skip.
+/// chunk's dictionary page only where a selected page uses it. When the read is one
+/// piece of a unit, what every piece reads alike comes through `shared`. Returns the
+/// leaves whose dictionary pages the read can skip.
 pub(crate) fn fetch_selected_pages(
     file: &StorageFile,
     md: &ParquetMetaData,
@@ -36,6 +38,7 @@ pub(crate) fn fetch_selected_pages(
     leaves: &[usize],
     selected: &RowRanges,
     rows: u64,
+    shared: Option<&SharedPages>,
 ) -> Result<Vec<usize>> {
     struct Undecided {
         leaf: usize,
@@ -44,19 +47,22 @@ pub(crate) fn fetch_selected_pages(
         fetched: bool,
     }
     let mut ranges = Vec::new();
+    // Ranges every piece of a unit reads alike: dictionary pages, and whole chunks where
+    // there is no offset index to select pages by.
+    let mut alike = Vec::new();
     let mut undecided = Vec::new();
     for &leaf in leaves {
         let chunk = md.row_group(rg).column(leaf);
         let Some((pages, first_selected)) = selected_pages(md, rg, leaf, selected, rows) else {
             let (start, len) = chunk.byte_range();
-            ranges.push(start..start + len);
+            alike.push(start..start + len);
             continue;
         };
         ranges.extend(pages.iter().cloned());
         if let Some(dictionary) = dictionary_range(md, rg, leaf) {
             let fetched = fetch_with_pages(chunk, first_selected);
             if fetched {
-                ranges.push(dictionary.clone());
+                alike.push(dictionary.clone());
             }
             undecided.push(Undecided {
                 leaf,
@@ -65,6 +71,10 @@ pub(crate) fn fetch_selected_pages(
                 fetched,
             });
         }
+    }
+    match shared {
+        Some(shared) => shared.prefetch(file, alike)?,
+        None => ranges.extend(alike),
     }
     file.prefetch(ranges)?;
 
@@ -84,7 +94,10 @@ pub(crate) fn fetch_selected_pages(
             late.push(u.dictionary);
         }
     }
-    file.prefetch(late)?;
+    match shared {
+        Some(shared) => shared.prefetch(file, late)?,
+        None => file.prefetch(late)?,
+    }
     Ok(skipped)
 }
 

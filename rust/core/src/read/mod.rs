@@ -13,6 +13,7 @@ mod dictionary;
 pub mod page_guard;
 mod parallel_columns;
 mod predicate_first;
+pub mod shared_pages;
 pub mod split;
 
 use std::collections::HashSet;
@@ -37,6 +38,7 @@ use crate::predicate::eval;
 use crate::predicate::expr::Predicate;
 use crate::predicate::value::{to_scalar_array, Value};
 use page_guard::PageGuard;
+use shared_pages::{AlikePages, SharedPages};
 
 /// A prefetched file that remembers which offsets the page reader asked for, to count
 /// the pages a unit really read, and checks each page header before the reader sees it
@@ -46,6 +48,10 @@ struct TrackedFile {
     inner: StorageFile,
     offsets: Arc<Mutex<HashSet<u64>>>,
     guard: Arc<PageGuard>,
+    /// For one piece of a unit: the pages the reader fetches for itself that every piece
+    /// reads alike (the dictionary pages of columns read after the filter), fetched once
+    /// for all pieces.
+    alike: Option<Arc<AlikePages>>,
 }
 
 impl TrackedFile {
@@ -131,6 +137,9 @@ impl ChunkReader for TrackedFile {
         if let Ok(mut o) = self.offsets.lock() {
             o.insert(start);
         }
+        if let Some(alike) = &self.alike {
+            alike.before_read(&self.inner, start..start + length as u64)?;
+        }
         let bytes = self.inner.get_bytes(start, length)?;
         // A page read whole, header first (a chunk read through its offset index).
         if self.guard.page_read_at(start) {
@@ -142,13 +151,29 @@ impl ChunkReader for TrackedFile {
     }
 }
 
-/// Read `unit` as a stream of output batches, on up to `threads` threads.
+/// The size of the dictionary page of `leaf` in row group `rg` (0 without one).
+#[cfg(test)]
+pub(crate) fn dictionary_bytes(
+    md: &parquet::file::metadata::ParquetMetaData,
+    rg: usize,
+    leaf: usize,
+) -> u64 {
+    let chunk = md.row_group(rg).column(leaf);
+    match chunk.dictionary_page_offset() {
+        Some(d) => u64::try_from(chunk.data_page_offset() - d).unwrap_or(0),
+        None => 0,
+    }
+}
+
+/// Read `unit` as a stream of output batches, on up to `threads` threads; `shared` when
+/// it is one piece of a unit cut in several.
 pub fn read_unit(
     unit: &ScanUnit,
     threads: usize,
     shape: &OutputShape,
     io: &Arc<IoStats>,
     metrics: &Arc<Metrics>,
+    shared: Option<&Arc<SharedPages>>,
 ) -> Result<impl Iterator<Item = Result<RecordBatch>> + Send + 'static> {
     let planned = &unit.file;
     let path = planned.path.clone();
@@ -208,6 +233,7 @@ pub fn read_unit(
         &eager_leaves,
         &unit.ranges,
         unit.row_group_rows,
+        shared.map(|s| s.as_ref()),
     )
     .map_err(|e| e.in_file(&path))?;
     // The columns read later skip their dictionaries too where no selected page uses them.
@@ -221,10 +247,21 @@ pub fn read_unit(
             .map_err(|e| e.in_file(&path))?,
     );
     let offsets = Arc::new(Mutex::new(HashSet::new()));
+    let alike = shared.map(|s| {
+        Arc::new(AlikePages {
+            shared: s.clone(),
+            ranges: later
+                .iter()
+                .filter(|l| !skipped.contains(l))
+                .filter_map(|&l| dictionary::dictionary_range(&md, rg, l))
+                .collect(),
+        })
+    });
     let tracked = TrackedFile {
         inner: file,
         offsets: offsets.clone(),
         guard: Arc::new(PageGuard::new(&md, rg, &path)),
+        alike,
     };
     // The reader sees the row group without the dictionaries no selected page uses.
     let (reader_metadata, reader_rg) = if skipped.is_empty() {
@@ -662,7 +699,7 @@ mod tests {
         };
         let metrics = Arc::new(Metrics::default());
         let io = Arc::new(IoStats::default());
-        let batches: Vec<RecordBatch> = read_unit(unit, 1, &shape, &io, &metrics)
+        let batches: Vec<RecordBatch> = read_unit(unit, 1, &shape, &io, &metrics, None)
             .unwrap()
             .map(|b| b.unwrap())
             .collect();

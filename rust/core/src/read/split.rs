@@ -3,8 +3,13 @@
 //! A unit is a row group, read by one thread. Seven equal row groups on two threads take
 //! the time of four; cutting the seventh in two makes it three and a half. Cuts fall on
 //! page boundaries of the first projected column, so that column's pages are not
-//! decoded twice; the pages of other columns that straddle a cut, and a chunk's
-//! dictionary page, are read by both pieces.
+//! decoded twice; the pages of other columns that straddle a cut are read by both
+//! pieces. The chunks' dictionary pages are fetched once for all pieces
+//! ([`SharedPages`]).
+
+use std::sync::Arc;
+
+use crate::read::shared_pages::SharedPages;
 
 use crate::metadata::page_index::{offset_index, page_boundaries};
 use crate::metadata::schema::leaves_of;
@@ -21,6 +26,8 @@ pub struct Piece {
     /// Threads the piece may read with: more than one when there are fewer pieces than
     /// threads.
     pub threads: usize,
+    /// What the pieces of one unit fetch for all of them; `None` for a whole unit.
+    pub shared: Option<Arc<SharedPages>>,
 }
 
 /// The units as pieces for `threads` threads: with `r = units % threads`, each of the
@@ -42,6 +49,7 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
                 unit,
                 completes: true,
                 threads: 1,
+                shared: None,
             });
             continue;
         }
@@ -56,6 +64,7 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
         .unwrap_or_default();
         let parts = cut(&unit.ranges, pieces, &bounds);
         let last = parts.len() - 1;
+        let shared = (parts.len() > 1).then(|| Arc::new(SharedPages::default()));
         out.extend(parts.into_iter().enumerate().map(|(k, ranges)| Piece {
             unit: ScanUnit {
                 file: unit.file.clone(),
@@ -66,6 +75,7 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
             },
             completes: k == last,
             threads: 1,
+            shared: shared.clone(),
         }));
     }
     if !out.is_empty() && out.len() < threads {
