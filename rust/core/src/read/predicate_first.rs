@@ -10,14 +10,19 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
+use arrow_array::ArrayRef;
 use arrow_array::{Array, BooleanArray, RecordBatch, RecordBatchReader};
-use arrow_schema::{ArrowError, Schema, SchemaRef};
+use arrow_cast::cast;
+use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef};
+use arrow_select::coalesce::BatchCoalescer;
 use arrow_select::concat::{concat, concat_batches};
 use arrow_select::filter::filter_record_batch;
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ParquetRecordBatchReaderBuilder, RowSelection, RowSelectionPolicy,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+    RowSelectionPolicy,
 };
 use parquet::arrow::ProjectionMask;
+use parquet::file::metadata::PageIndexPolicy;
 use parquet::file::reader::ChunkReader;
 use parquet::schema::types::SchemaDescriptor;
 
@@ -54,12 +59,22 @@ impl<F: ChunkReader + Clone + 'static> Unit<'_, F> {
         projection: ProjectionMask,
         rows: Option<RowSelection>,
     ) -> ParquetRecordBatchReaderBuilder<F> {
+        self.reader_of_batches(projection, rows, self.batch_size)
+    }
+
+    /// [`Self::reader`] with batches of `batch_size` selected rows.
+    fn reader_of_batches(
+        &self,
+        projection: ProjectionMask,
+        rows: Option<RowSelection>,
+        batch_size: usize,
+    ) -> ParquetRecordBatchReaderBuilder<F> {
         reader_builder(
             self.file.clone(),
             self.metadata.clone(),
             self.row_group,
             projection,
-            self.batch_size,
+            batch_size,
             rows,
         )
     }
@@ -149,7 +164,9 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
 ) -> Result<Batches> {
     let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
     let Matched {
-        kept, selection, ..
+        kept,
+        mask,
+        selection,
     } = predicate_pass(&unit, reused)?;
     let kept_schema = kept.schema();
 
@@ -163,11 +180,23 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         return Ok((kept_schema, Box::new(slices(kept, unit.batch_size))));
     }
 
-    let rest = unit
-        .reader(ProjectionMask::roots(&descr, others), Some(selection))
+    let batch_rows = decoded_batch_rows(unit.batch_size, kept.num_rows(), mask.len());
+    let (batch_size, own_schema) = (unit.batch_size, unit.metadata.schema().clone());
+    let viewed = Unit {
+        metadata: as_views(&unit.metadata)?,
+        selection: None,
+        ..unit
+    };
+    let rest = viewed
+        .reader_of_batches(
+            ProjectionMask::roots(&descr, others),
+            Some(selection),
+            batch_rows,
+        )
         .with_row_selection_policy(RowSelectionPolicy::default())
         .build()?;
-    let rest_schema = rest.schema();
+    // The reader's schema with the file's own types: views are cast back below.
+    let rest_schema = unit_schema(&own_schema, &rest.schema())?;
     let schema = Arc::new(Schema::new(
         rest_schema
             .fields()
@@ -203,15 +232,145 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         }
         let reused = kept.slice(offset, rows);
         offset += rows;
-        let columns = batch
-            .columns()
-            .iter()
-            .chain(reused.columns())
-            .cloned()
+        let columns = match from_views(batch.columns(), schema.fields()) {
+            Ok(c) => c,
+            Err(e) => {
+                done = true;
+                return Some(Err(e));
+            }
+        };
+        let columns = columns
+            .into_iter()
+            .chain(reused.columns().iter().cloned())
             .collect();
         Some(RecordBatch::try_new(schema.clone(), columns))
     });
-    Ok((out_schema, Box::new(batches)))
+    if batch_rows == batch_size {
+        return Ok((out_schema, Box::new(batches)));
+    }
+    let coalesced = coalesce(out_schema.clone(), batches, batch_size);
+    Ok((out_schema, Box::new(coalesced)))
+}
+
+/// `metadata` with its top-level string and binary columns read as views. The reader then
+/// decodes a dictionary-encoded page into views of the dictionary instead of copying each
+/// value, and filtering scattered rows moves 16-byte views, not the values: only the
+/// matching values are copied, when [`from_views`] casts back.
+fn as_views(metadata: &ArrowReaderMetadata) -> Result<ArrowReaderMetadata> {
+    let schema = metadata.schema();
+    if !schema
+        .fields()
+        .iter()
+        .any(|f| view_of(f.data_type()).is_some())
+    {
+        return Ok(metadata.clone());
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match view_of(f.data_type()) {
+            Some(view) => f.as_ref().clone().with_data_type(view),
+            None => f.as_ref().clone(),
+        })
+        .collect();
+    let hinted = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    let options = ArrowReaderOptions::new()
+        .with_schema(hinted)
+        .with_page_index_policy(PageIndexPolicy::Optional);
+    Ok(ArrowReaderMetadata::try_new(
+        metadata.metadata().clone(),
+        options,
+    )?)
+}
+
+/// The view type a column of `data_type` is read as, if any.
+fn view_of(data_type: &DataType) -> Option<DataType> {
+    match data_type {
+        DataType::Utf8 => Some(DataType::Utf8View),
+        DataType::Binary => Some(DataType::BinaryView),
+        _ => None,
+    }
+}
+
+/// `read`'s fields with the types the file's schema `own` gives them.
+fn unit_schema(own: &Schema, read: &SchemaRef) -> Result<SchemaRef, ArrowError> {
+    let fields: Vec<Field> = read
+        .fields()
+        .iter()
+        .map(|f| {
+            let field = own.field_with_name(f.name())?;
+            Ok(f.as_ref().clone().with_data_type(field.data_type().clone()))
+        })
+        .collect::<Result<_, ArrowError>>()?;
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+/// `columns` cast to the types of `fields` where they were read as views.
+fn from_views(columns: &[ArrayRef], fields: &Fields) -> Result<Vec<ArrayRef>, ArrowError> {
+    columns
+        .iter()
+        .zip(fields.iter())
+        .map(|(c, f)| {
+            if c.data_type() == f.data_type() {
+                Ok(c.clone())
+            } else {
+                cast(c, f.data_type())
+            }
+        })
+        .collect()
+}
+
+/// Fewest rows a batch of the other columns is read in.
+const MIN_BATCH_ROWS: usize = 1024;
+
+/// Rows per batch to read the other columns in, when `matched` of `scanned` rows match.
+/// The reader decodes rows until a batch's worth are selected (for scattered rows it
+/// decodes all of them and filters), so at 2% a batch of 65,536 would decode a whole row
+/// group of 3M rows at once; batches of about `batch_size` decoded rows keep each
+/// column's buffers small and in cache.
+fn decoded_batch_rows(batch_size: usize, matched: usize, scanned: usize) -> usize {
+    if scanned == 0 {
+        return batch_size;
+    }
+    let rows = (batch_size as u128 * matched as u128 / scanned as u128) as usize;
+    rows.clamp(MIN_BATCH_ROWS.min(batch_size), batch_size)
+}
+
+/// `batches` gathered into batches of `batch_size` rows (the last may be shorter).
+fn coalesce(
+    schema: SchemaRef,
+    batches: impl Iterator<Item = Result<RecordBatch, ArrowError>> + Send,
+    batch_size: usize,
+) -> impl Iterator<Item = Result<RecordBatch, ArrowError>> + Send {
+    let mut coalescer = BatchCoalescer::new(schema, batch_size);
+    let mut batches = batches.fuse();
+    let mut finished = false;
+    std::iter::from_fn(move || loop {
+        if let Some(done) = coalescer.next_completed_batch() {
+            return Some(Ok(done));
+        }
+        if finished {
+            return None;
+        }
+        match batches.next() {
+            Some(Ok(b)) => {
+                if let Err(e) = coalescer.push_batch(b) {
+                    finished = true;
+                    return Some(Err(e));
+                }
+            }
+            Some(Err(e)) => {
+                finished = true;
+                return Some(Err(e));
+            }
+            None => {
+                finished = true;
+                if let Err(e) = coalescer.finish_buffered_batch() {
+                    return Some(Err(e));
+                }
+            }
+        }
+    })
 }
 
 /// `batch` in slices of `batch_size` rows.
@@ -230,4 +389,121 @@ pub(super) fn mismatch(kept: usize, other: usize) -> ArrowError {
     ArrowError::ComputeError(format!(
         "the predicate pass kept {kept} rows, the other columns gave {other}"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use arrow_array::Int64Array;
+    use arrow_schema::{DataType, Field};
+
+    #[test]
+    fn other_columns_are_read_in_batches_of_about_a_batch_of_decoded_rows() {
+        // 2% of 3M rows match: 1,310 matching rows per 65,536 decoded.
+        assert_eq!(decoded_batch_rows(65_536, 60_000, 3_000_000), 1_310);
+        assert_eq!(decoded_batch_rows(65_536, 3_000_000, 3_000_000), 65_536);
+        assert_eq!(decoded_batch_rows(65_536, 1, 3_000_000), MIN_BATCH_ROWS);
+        assert_eq!(decoded_batch_rows(100, 1, 3_000_000), 100);
+        assert_eq!(decoded_batch_rows(65_536, 0, 0), 65_536);
+    }
+
+    #[test]
+    fn scattered_strings_and_bytes_come_back_in_their_own_types() {
+        use crate::metadata::MetadataCache;
+        use crate::query::scan::{Scan, ScanOptions};
+        use crate::testing::{int64s, strings, write_file, Layout};
+        use arrow_array::{BinaryArray, StringArray};
+
+        let dir = tempfile::tempdir().unwrap();
+        let rows = 50_000i64;
+        let word = |k: i64| (k % 3 != 0).then(|| format!("value number {}", k % 97));
+        let bytes: ArrayRef = Arc::new(BinaryArray::from_iter(
+            (0..rows).map(|k| (k % 5 != 0).then(|| k.to_le_bytes().to_vec())),
+        ));
+        let path = write_file(
+            dir.path(),
+            "s.parquet",
+            vec![
+                ("k", int64s(0..rows)),
+                ("m", int64s((0..rows).map(|k| k % 50))),
+                ("s", strings((0..rows).map(word))),
+                ("b", bytes),
+            ],
+            Layout {
+                row_group_size: rows as usize,
+                page_rows: Some(1_000),
+                ..Default::default()
+            },
+        );
+        let opts = ScanOptions {
+            predicate: Some("m = 7 OR k = 49999".into()),
+            columns: Some(vec!["k".into(), "m".into(), "s".into(), "b".into()]),
+            batch_size: 4_096,
+            threads: 1,
+            ..Default::default()
+        };
+        let cache = MetadataCache::new(1 << 24);
+        let scan = Scan::plan(&[path], &opts, &cache, &Default::default()).unwrap();
+        let batches: Vec<RecordBatch> = scan.stream().collect::<Result<_, _>>().unwrap();
+        let expected: Vec<i64> = (0..rows).filter(|k| k % 50 == 7 || *k == 49_999).collect();
+        let mut seen = Vec::new();
+        for batch in &batches {
+            let k = batch
+                .column(0)
+                .as_primitive::<arrow_array::types::Int64Type>();
+            let s = batch
+                .column(2)
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .unwrap();
+            let b = batch
+                .column(3)
+                .as_any()
+                .downcast_ref::<BinaryArray>()
+                .unwrap();
+            for i in 0..batch.num_rows() {
+                let key = k.value(i);
+                assert_eq!(s.is_valid(i).then(|| s.value(i).to_string()), word(key));
+                let want = (key % 5 != 0).then(|| key.to_le_bytes().to_vec());
+                assert_eq!(b.is_valid(i).then(|| b.value(i).to_vec()), want);
+                seen.push(key);
+            }
+        }
+        assert_eq!(seen, expected);
+        // 1,001 matching rows in batches of 4,096 decoded rows, gathered back together.
+        assert_eq!(batches.len(), 1);
+    }
+
+    #[test]
+    fn small_batches_are_gathered_to_the_batch_size() {
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        let batch = |r: std::ops::Range<i64>| {
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![Arc::new(Int64Array::from_iter_values(r))],
+            )
+        };
+        let small = (0..10).map(|i| batch(i * 7..(i + 1) * 7));
+        let out: Vec<RecordBatch> = coalesce(schema.clone(), small, 20)
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let sizes: Vec<usize> = out.iter().map(|b| b.num_rows()).collect();
+        assert_eq!(sizes, vec![20, 20, 20, 10]);
+        let keys: Vec<i64> = out
+            .iter()
+            .flat_map(|b| {
+                b.column(0)
+                    .as_primitive::<arrow_array::types::Int64Type>()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        assert!(keys.into_iter().eq(0..70));
+        // An error ends the stream after the rows before it.
+        let failing = vec![batch(0..5), Err(ArrowError::ComputeError("damaged".into()))];
+        let out: Vec<_> = coalesce(schema, failing.into_iter(), 20).collect();
+        assert_eq!(out.len(), 1);
+        assert!(out[0].is_err());
+    }
 }
