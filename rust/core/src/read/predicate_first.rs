@@ -22,6 +22,7 @@ use parquet::arrow::arrow_reader::{
     RowSelectionPolicy,
 };
 use parquet::arrow::ProjectionMask;
+use parquet::basic::Type as PhysicalType;
 use parquet::file::metadata::PageIndexPolicy;
 use parquet::file::reader::ChunkReader;
 use parquet::schema::types::SchemaDescriptor;
@@ -183,7 +184,7 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
     let batch_rows = decoded_batch_rows(unit.batch_size, kept.num_rows(), mask.len());
     let (batch_size, own_schema) = (unit.batch_size, unit.metadata.schema().clone());
     let viewed = Unit {
-        metadata: as_views(&unit.metadata)?,
+        metadata: narrowed(&unit.metadata)?,
         selection: None,
         ..unit
     };
@@ -195,7 +196,7 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         )
         .with_row_selection_policy(RowSelectionPolicy::default())
         .build()?;
-    // The reader's schema with the file's own types: views are cast back below.
+    // The reader's schema with the file's own types: narrower reads are cast back below.
     let rest_schema = unit_schema(&own_schema, &rest.schema())?;
     let schema = Arc::new(Schema::new(
         rest_schema
@@ -232,7 +233,7 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         }
         let reused = kept.slice(offset, rows);
         offset += rows;
-        let columns = match from_views(batch.columns(), schema.fields()) {
+        let columns = match from_narrow(batch.columns(), schema.fields()) {
             Ok(c) => c,
             Err(e) => {
                 done = true;
@@ -252,24 +253,27 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
     Ok((out_schema, Box::new(coalesced)))
 }
 
-/// `metadata` with its top-level string and binary columns read as views. The reader then
-/// decodes a dictionary-encoded page into views of the dictionary instead of copying each
-/// value, and filtering scattered rows moves 16-byte views, not the values: only the
-/// matching values are copied, when [`from_views`] casts back.
-fn as_views(metadata: &ArrowReaderMetadata) -> Result<ArrowReaderMetadata> {
+/// `metadata` with some top-level columns read in narrower types, cast back after
+/// filtering ([`from_narrow`]): strings and bytes as views, so that a dictionary-encoded
+/// page decodes into views of its dictionary instead of a copy of each value, and
+/// decimals stored as INT64 as `Decimal64`, which the reader hands over as they are
+/// instead of widening every value to 128 bits. Filtering scattered rows then moves
+/// small values, and only the matching ones are converted.
+fn narrowed(metadata: &ArrowReaderMetadata) -> Result<ArrowReaderMetadata> {
     let schema = metadata.schema();
-    if !schema
-        .fields()
-        .iter()
-        .any(|f| view_of(f.data_type()).is_some())
-    {
+    let descr = metadata.metadata().file_metadata().schema_descr();
+    let narrow: Vec<Option<DataType>> = (0..schema.fields().len())
+        .map(|i| narrow_of(descr, i, schema.field(i).data_type()))
+        .collect();
+    if narrow.iter().all(Option::is_none) {
         return Ok(metadata.clone());
     }
     let fields: Vec<Field> = schema
         .fields()
         .iter()
-        .map(|f| match view_of(f.data_type()) {
-            Some(view) => f.as_ref().clone().with_data_type(view),
+        .zip(narrow)
+        .map(|(f, n)| match n {
+            Some(t) => f.as_ref().clone().with_data_type(t),
             None => f.as_ref().clone(),
         })
         .collect();
@@ -283,11 +287,20 @@ fn as_views(metadata: &ArrowReaderMetadata) -> Result<ArrowReaderMetadata> {
     )?)
 }
 
-/// The view type a column of `data_type` is read as, if any.
-fn view_of(data_type: &DataType) -> Option<DataType> {
+/// The narrower type root column `root` (of `data_type`) is read in, if any.
+fn narrow_of(descr: &SchemaDescriptor, root: usize, data_type: &DataType) -> Option<DataType> {
     match data_type {
         DataType::Utf8 => Some(DataType::Utf8View),
         DataType::Binary => Some(DataType::BinaryView),
+        DataType::Decimal128(p, s) if *p <= 18 => {
+            let mut leaves =
+                (0..descr.num_columns()).filter(|l| descr.get_column_root_idx(*l) == root);
+            let leaf = leaves.next()?;
+            let primitive = leaves.next().is_none()
+                && descr.root_schema().get_fields().get(root)?.is_primitive();
+            (primitive && descr.column(leaf).physical_type() == PhysicalType::INT64)
+                .then_some(DataType::Decimal64(*p, *s))
+        }
         _ => None,
     }
 }
@@ -305,8 +318,8 @@ fn unit_schema(own: &Schema, read: &SchemaRef) -> Result<SchemaRef, ArrowError> 
     Ok(Arc::new(Schema::new(fields)))
 }
 
-/// `columns` cast to the types of `fields` where they were read as views.
-fn from_views(columns: &[ArrayRef], fields: &Fields) -> Result<Vec<ArrayRef>, ArrowError> {
+/// `columns` cast to the types of `fields` where they were read narrower.
+fn from_narrow(columns: &[ArrayRef], fields: &Fields) -> Result<Vec<ArrayRef>, ArrowError> {
     columns
         .iter()
         .zip(fields.iter())
@@ -409,11 +422,11 @@ mod tests {
     }
 
     #[test]
-    fn scattered_strings_and_bytes_come_back_in_their_own_types() {
+    fn scattered_strings_bytes_and_decimals_come_back_in_their_own_types() {
         use crate::metadata::MetadataCache;
         use crate::query::scan::{Scan, ScanOptions};
         use crate::testing::{int64s, strings, write_file, Layout};
-        use arrow_array::{BinaryArray, StringArray};
+        use arrow_array::{BinaryArray, Decimal128Array, StringArray};
 
         let dir = tempfile::tempdir().unwrap();
         let rows = 50_000i64;
@@ -421,6 +434,12 @@ mod tests {
         let bytes: ArrayRef = Arc::new(BinaryArray::from_iter(
             (0..rows).map(|k| (k % 5 != 0).then(|| k.to_le_bytes().to_vec())),
         ));
+        let decimal = |k: i64| (k % 7 != 0).then_some(k as i128 * 1_000_003 - 7);
+        let decimals: ArrayRef = Arc::new(
+            Decimal128Array::from_iter((0..rows).map(decimal))
+                .with_precision_and_scale(15, 2)
+                .unwrap(),
+        );
         let path = write_file(
             dir.path(),
             "s.parquet",
@@ -429,6 +448,7 @@ mod tests {
                 ("m", int64s((0..rows).map(|k| k % 50))),
                 ("s", strings((0..rows).map(word))),
                 ("b", bytes),
+                ("d", decimals.clone()),
             ],
             Layout {
                 row_group_size: rows as usize,
@@ -436,15 +456,32 @@ mod tests {
                 ..Default::default()
             },
         );
+        let md = crate::metadata::read_metadata(&path, false, &MetadataCache::new(1 << 20))
+            .unwrap()
+            .metadata;
+        let physical = md.file_metadata().schema_descr().column(4).physical_type();
+        assert_eq!(physical, PhysicalType::INT64);
         let opts = ScanOptions {
             predicate: Some("m = 7 OR k = 49999".into()),
-            columns: Some(vec!["k".into(), "m".into(), "s".into(), "b".into()]),
+            columns: Some(vec![
+                "k".into(),
+                "m".into(),
+                "s".into(),
+                "b".into(),
+                "d".into(),
+            ]),
             batch_size: 4_096,
             threads: 1,
             ..Default::default()
         };
         let cache = MetadataCache::new(1 << 24);
-        let scan = Scan::plan(&[path], &opts, &cache, &Default::default()).unwrap();
+        let scan = Scan::plan(
+            std::slice::from_ref(&path),
+            &opts,
+            &cache,
+            &Default::default(),
+        )
+        .unwrap();
         let batches: Vec<RecordBatch> = scan.stream().collect::<Result<_, _>>().unwrap();
         let expected: Vec<i64> = (0..rows).filter(|k| k % 50 == 7 || *k == 49_999).collect();
         let mut seen = Vec::new();
@@ -462,11 +499,18 @@ mod tests {
                 .as_any()
                 .downcast_ref::<BinaryArray>()
                 .unwrap();
+            let d = batch
+                .column(4)
+                .as_any()
+                .downcast_ref::<Decimal128Array>()
+                .unwrap();
+            assert_eq!(d.data_type(), &DataType::Decimal128(15, 2));
             for i in 0..batch.num_rows() {
                 let key = k.value(i);
                 assert_eq!(s.is_valid(i).then(|| s.value(i).to_string()), word(key));
                 let want = (key % 5 != 0).then(|| key.to_le_bytes().to_vec());
                 assert_eq!(b.is_valid(i).then(|| b.value(i).to_vec()), want);
+                assert_eq!(d.is_valid(i).then(|| d.value(i)), decimal(key));
                 seen.push(key);
             }
         }
