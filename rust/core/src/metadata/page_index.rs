@@ -31,6 +31,17 @@ pub fn page_boundaries(oi: &OffsetIndexMetaData, rows: u64) -> Vec<u64> {
     b
 }
 
+/// The bytes between a chunk's start and its first data page: its dictionary page.
+pub fn dictionary_range(md: &ParquetMetaData, rg: usize, leaf: usize) -> Option<Range<u64>> {
+    let (start, _) = md.row_group(rg).column(leaf).byte_range();
+    let first = offset_index(md, rg, leaf)?
+        .page_locations()
+        .first()?
+        .offset
+        .max(0) as u64;
+    (first > start).then_some(start..first)
+}
+
 /// A byte range from an offset and a length read off a footer, if both are sane.
 pub fn checked_range(offset: Option<i64>, length: Option<i64>) -> Option<Range<u64>> {
     let o = u64::try_from(offset?).ok()?;

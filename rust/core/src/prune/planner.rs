@@ -25,7 +25,9 @@ use parquet::schema::types::SchemaDescriptor;
 
 use crate::error::{Error, Result};
 use crate::io::{FileIdentity, IoStats, StorageFile};
-use crate::metadata::page_index::{has_page_index, offset_index, page_boundaries};
+use crate::metadata::page_index::{
+    dictionary_range, has_page_index, offset_index, page_boundaries,
+};
 use crate::metadata::schema::{check_schema, leaves_of};
 use crate::metadata::MetadataCache;
 use crate::plan::{AccessPlan, ColumnMap, Metrics, PlannedFile, ScanUnit};
@@ -503,24 +505,21 @@ fn blooms_pay(
     let paged = pages.footer()?;
     let selected = rows_may_match(pred, rg, rows, &mut [&mut ColumnIndexes::new(&paged)])?;
     let mut page_bytes = 0u64;
-    for (leaf, chunk) in &chunks {
+    for (leaf, _) in &chunks {
         let Some(oi) = offset_index(&paged, rg, *leaf) else {
             return Ok(true);
         };
-        let locations = oi.page_locations();
         let bounds = page_boundaries(oi, rows);
         let mut any = false;
-        for (page, w) in locations.iter().zip(bounds.windows(2)) {
+        for (page, w) in oi.page_locations().iter().zip(bounds.windows(2)) {
             if selected.overlaps(&(w[0]..w[1].max(w[0]))) {
                 any = true;
                 page_bytes += u64::try_from(page.compressed_page_size).unwrap_or(0);
             }
         }
         // A dictionary page is read with any of the chunk's pages.
-        if let (true, Some(dict), Some(first)) =
-            (any, chunk.dictionary_page_offset(), locations.first())
-        {
-            page_bytes += u64::try_from(first.offset - dict).unwrap_or(0);
+        if let (true, Some(dictionary)) = (any, dictionary_range(&paged, rg, *leaf)) {
+            page_bytes += dictionary.end - dictionary.start;
         }
     }
     Ok(filter_bytes < page_bytes)

@@ -532,10 +532,11 @@ mod tests {
         assert_eq!(read(2, None), read(1, None));
         // With one, each piece reads its pages, and `s`'s dictionary page (read after the
         // filter) once; only a page straddling the cut is read twice.
-        let md = crate::metadata::read_metadata(&path, false, &MetadataCache::new(1 << 20))
+        let md = crate::metadata::read_metadata(&path, true, &MetadataCache::new(1 << 20))
             .unwrap()
             .metadata;
-        let dictionary = crate::read::dictionary_bytes(&md, 0, 1);
+        let range = crate::metadata::page_index::dictionary_range(&md, 0, 1).unwrap();
+        let dictionary = range.end - range.start;
         assert!(dictionary > 5_000, "{dictionary}");
         let (alone, pieces) = (read(1, Some("k >= 0")), read(2, Some("k >= 0")));
         assert!(pieces < alone + dictionary / 2, "{pieces} against {alone}");

@@ -23,7 +23,7 @@ use parquet::file::metadata::{
 use crate::error::Result;
 use crate::io::StorageFile;
 use crate::metadata::page_header::needs_dictionary;
-use crate::metadata::page_index::{offset_index, page_boundaries};
+use crate::metadata::page_index::{dictionary_range, offset_index, page_boundaries};
 use crate::plan::RowRanges;
 use crate::read::shared_pages::SharedPages;
 
@@ -177,17 +177,6 @@ pub(crate) fn selected_pages(
         }
     }
     Some((out, first_selected))
-}
-
-/// The bytes between a chunk's start and its first data page: its dictionary page.
-pub(crate) fn dictionary_range(md: &ParquetMetaData, rg: usize, leaf: usize) -> Option<Range<u64>> {
-    let (start, _) = md.row_group(rg).column(leaf).byte_range();
-    let first = offset_index(md, rg, leaf)?
-        .page_locations()
-        .first()?
-        .offset
-        .max(0) as u64;
-    (first > start).then_some(start..first)
 }
 
 /// Whether the footer says every data page of the chunk is dictionary encoded.

@@ -151,20 +151,6 @@ impl ChunkReader for TrackedFile {
     }
 }
 
-/// The size of the dictionary page of `leaf` in row group `rg` (0 without one).
-#[cfg(test)]
-pub(crate) fn dictionary_bytes(
-    md: &parquet::file::metadata::ParquetMetaData,
-    rg: usize,
-    leaf: usize,
-) -> u64 {
-    let chunk = md.row_group(rg).column(leaf);
-    match chunk.dictionary_page_offset() {
-        Some(d) => u64::try_from(chunk.data_page_offset() - d).unwrap_or(0),
-        None => 0,
-    }
-}
-
 /// Read `unit` as a stream of output batches, on up to `threads` threads; `shared` when
 /// it is one piece of a unit cut in several.
 pub fn read_unit(
@@ -253,7 +239,7 @@ pub fn read_unit(
             ranges: later
                 .iter()
                 .filter(|l| !skipped.contains(l))
-                .filter_map(|&l| dictionary::dictionary_range(&md, rg, l))
+                .filter_map(|&l| crate::metadata::page_index::dictionary_range(&md, rg, l))
                 .collect(),
         })
     });
@@ -523,7 +509,7 @@ pub(crate) fn byte_ranges(
     for &leaf in leaves {
         match dictionary::selected_pages(md, rg, leaf, selected, rows) {
             Some((pages, _)) => {
-                out.extend(dictionary::dictionary_range(md, rg, leaf));
+                out.extend(crate::metadata::page_index::dictionary_range(md, rg, leaf));
                 out.extend(pages);
             }
             None => {
