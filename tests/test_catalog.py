@@ -244,3 +244,32 @@ def test_a_bad_false_positive_rate_is_refused(dataset: Path) -> None:
         with pytest.raises(pqindex.InvalidArgumentError, match="fpp"):
             pqindex.Catalog.build(dataset, ["s"], fpp=fpp)
     assert pqindex.Catalog.open(dataset) is None
+
+
+def test_a_catalog_bloom_spares_the_parquet_bloom_of_a_one_row_group_file(
+    tmp_path: Path, duckdb_con: Any
+) -> None:
+    """In a file of one row group, the file's own bloom filter of a column says no more
+    than the catalog's: once the catalog's keeps the file, the file's is not read."""
+    root = tmp_path / "ds"
+    root.mkdir()
+    for i in range(6):
+        pqindex.write(
+            part(i), root / f"part-{i}.parquet", row_group_size=ROWS, bloom_filter_columns=["u"]
+        )
+    # `u` spans about the same range in every file: only a bloom filter tells them apart.
+    where = "u = 7919"
+    _, alone, _ = scan(root, where, catalog=False)
+    assert alone["bloom_filters_read"] == 6
+    assert alone["row_groups_pruned_by_bloom"] >= 4
+    pqindex.Catalog.build(root, ["u"], bloom=["u"])
+    table, m, _ = scan(root, where)
+    assert table.num_rows == duckdb_count(duckdb_con, root, where) > 0
+    assert m["files_pruned_by_catalog"] >= 4
+    assert m["bloom_filters_read"] == 0
+    # A catalog without a bloom of the column leaves the files' to be read.
+    pqindex.Catalog.build(root, ["k"])
+    table, m, _ = scan(root, where)
+    assert table.num_rows == duckdb_count(duckdb_con, root, where)
+    assert m["files_pruned_by_catalog"] == 0
+    assert m["bloom_filters_read"] == 6

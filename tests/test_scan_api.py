@@ -225,26 +225,37 @@ def test_bloom_pruning_counted(data_dir: Path) -> None:
 
 def test_no_bloom_filter_read_where_the_page_index_leaves_a_page(data_dir: Path) -> None:
     path = data_dir / "bloom_sorted.parquet"
-    values = list(range(0, 20000, 2))
+    # Sorted and sparse: a row group spans 2,000,000 values with 1,000 rows.
+    values = list(range(0, 20_000_000, 2000))
     t = pa.table({"k": pa.array(values, pa.int64())})
     pqindex.write(t, path, bloom_filter_columns=["k"], row_group_size=1000, page_row_limit=100)
     # Statistics keep one row group, whose page index keeps one page: reading that page
     # (and its dictionary) costs less than the row group's filter, and is exact.
-    scan = pqindex.scan(path, '"k" = 5001')
+    scan = pqindex.scan(path, '"k" = 5001000')
     assert scan.to_arrow().num_rows == 0
     m = scan.metrics()
     assert m["row_groups_pruned_by_stats"] == 9
     assert m["bloom_filters_read"] == 0 and m["pages_read"] == 1
     bytes_without = m["bytes_read"]
-    assert pqindex.scan(path, '"k" = 5000').to_arrow().num_rows == 1
+    assert pqindex.scan(path, '"k" = 5000000').to_arrow().num_rows == 1
     # An IN-list over every page of the row group is worth the filter.
-    absent = ", ".join(str(v) for v in range(4001, 6000, 200))
+    absent = ", ".join(str(v) for v in range(4_001_000, 6_000_000, 200_000))
     scan = pqindex.scan(path, f'"k" IN ({absent})')
     assert scan.to_arrow().num_rows == 0
     m = scan.metrics()
     assert m["bloom_filters_read"] == 1 and m["row_groups_pruned_by_bloom"] == 1
     assert m["pages_read"] == 0
     assert bytes_without > 0
+    # Unless the row group is dense in the values asked about: 1,000 rows over 1,000
+    # values hold almost any ten of them, and the filter would rule nothing out.
+    dense = data_dir / "bloom_dense.parquet"
+    t = pa.table({"k": pa.array([v * 7919 % 1000 for v in range(10_000)], pa.int64())})
+    pqindex.write(t, dense, bloom_filter_columns=["k"], row_group_size=1000, page_row_limit=100)
+    present = ", ".join(str(v) for v in range(0, 1000, 100))
+    scan = pqindex.scan(dense, f'"k" IN ({present})')
+    assert scan.to_arrow().num_rows == 100
+    m = scan.metrics()
+    assert m["bloom_filters_read"] == 0 and m["row_groups_pruned_by_stats"] == 0
 
 
 # --- now() / current_date -------------------------------------------------------------------

@@ -10,6 +10,7 @@ use crate::error::Result;
 use crate::io::FileIdentity;
 use crate::predicate::Predicate;
 use crate::prune::evidence::{Evidence, Source};
+use crate::prune::parquet_bloom::is_probe;
 use crate::prune::planner::{DescribedFile, FileCatalog};
 
 /// One file as the catalog describes it.
@@ -39,6 +40,13 @@ impl Evidence for CatalogFile<'_> {
                     d.type_length(),
                 ),
         ))
+    }
+
+    fn answers(&self, leaf: &Predicate) -> bool {
+        is_probe(leaf)
+            && leaf
+                .column()
+                .is_some_and(|c| self.catalog.has_bloom(self.entry, &c.name))
     }
 }
 

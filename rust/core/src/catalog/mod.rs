@@ -491,6 +491,12 @@ impl Catalog {
     /// Whether the file of `entry` may hold a row satisfying the probe leaf `leaf` (on a
     /// column of `physical` type), by the catalog's bloom filter of its column; `true` when
     /// the catalog has none.
+    /// Whether the catalog keeps a usable bloom filter of column `name` for the file of
+    /// `entry`.
+    pub fn has_bloom(&self, entry: &CatalogEntry, name: &str) -> bool {
+        self.bloom(entry, name).is_some()
+    }
+
     pub fn bloom_may_match(
         &self,
         entry: &CatalogEntry,
@@ -504,28 +510,27 @@ impl Catalog {
         let Some(col) = leaf.column() else {
             return true;
         };
-        let Some(i) = self
-            .columns
-            .iter()
-            .position(|c| c.name.eq_ignore_ascii_case(&col.name) && c.bloom)
-        else {
-            return true;
-        };
-        let sbbf = {
-            let mut cache = self.blooms.lock().unwrap_or_else(|e| e.into_inner());
-            cache
-                .entry((entry.path.clone(), i))
-                .or_insert_with(|| {
-                    let payload = entry.columns.get(i)?.bloom.as_ref()?;
-                    let mut index = BloomIndex::decode(payload).ok()?;
-                    (index.filters.len() == 1).then(|| Arc::new(index.filters.remove(0)))
-                })
-                .clone()
-        };
-        match sbbf {
+        match self.bloom(entry, &col.name) {
             Some(sbbf) => leaf_may_match(leaf, &sbbf, physical, type_length),
             None => true,
         }
+    }
+
+    /// The bloom filter of column `name` for the file of `entry`, decoded once.
+    fn bloom(&self, entry: &CatalogEntry, name: &str) -> Option<Arc<Sbbf>> {
+        let i = self
+            .columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name) && c.bloom)?;
+        let mut cache = self.blooms.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry((entry.path.clone(), i))
+            .or_insert_with(|| {
+                let payload = entry.columns.get(i)?.bloom.as_ref()?;
+                let mut index = BloomIndex::decode(payload).ok()?;
+                (index.filters.len() == 1).then(|| Arc::new(index.filters.remove(0)))
+            })
+            .clone()
     }
 }
 

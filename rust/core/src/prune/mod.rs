@@ -2,6 +2,7 @@
 //! Parquet bloom filters, embedded indexes, a catalog) says about a predicate's leaves, and
 //! the planner that narrows one access plan per file with it.
 
+pub mod bloom_odds;
 pub mod certain;
 pub mod evidence;
 pub mod page_index;

@@ -6,8 +6,9 @@
 //! 3. the footer: statistics rule out row groups;
 //! 4. what the rest of planning reads (page index, bloom filters, index blocks) is fetched
 //!    at once; embedded indexes rule out the file;
-//! 5. Parquet bloom filters (unless the page index already narrows a row group to pages
-//!    that cost less than its filters), then embedded indexes, rule out row groups;
+//! 5. Parquet bloom filters (where the pages they could save, weighed by the chance they
+//!    rule the row group out, cost more than they do), then embedded indexes, rule out
+//!    row groups;
 //! 6. the page index and embedded page-level indexes narrow each row group to rows;
 //! 7. what is left becomes scan units.
 //!
@@ -32,6 +33,7 @@ use crate::metadata::schema::{check_schema, leaves_of};
 use crate::metadata::MetadataCache;
 use crate::plan::{AccessPlan, ColumnMap, Metrics, PlannedFile, ScanUnit};
 use crate::predicate::{Predicate, Value};
+use crate::prune::bloom_odds::chance_ruled_out;
 use crate::prune::evidence::{
     file_may_match, row_group_may_match, rows_may_match, Evidence, Report, Source,
 };
@@ -173,9 +175,10 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
     };
     let pred = predicate.as_deref();
     // 2. The catalog's (or the table's) description.
-    if let Some(summary) = described(f, ctx, pred, &m, &mut warnings)? {
-        return Ok(FilePlan::pruned(m, summary, warnings));
-    }
+    let by_catalog = match described(f, ctx, pred, &m, &mut warnings)? {
+        Description::Pruned(summary) => return Ok(FilePlan::pruned(m, summary, warnings)),
+        Description::Kept { answered } => answered,
+    };
     // 3. The footer, in the scan's terms.
     let (file, md) = open_footer(f, ctx, &m)?;
     let (adapted, columns) = adapt(f, ctx, &file, &md, pred)?;
@@ -206,7 +209,14 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
         }
         if !access.kept().is_empty() {
             // 4. Fetch what the finer stages read; embedded indexes may rule out the file.
-            prefetch(pred, &file, &md, &access, indexes.as_deref(), &m)?;
+            // Leaves whose Parquet blooms would rule out nothing more: those embedded
+            // indexes answer for, and in a file of one row group those the catalog's
+            // file-level blooms already answered.
+            let mut answered = answered(pred, indexes.as_deref());
+            if md.num_row_groups() == 1 && ctx.adapter.is_none() {
+                answered.extend(by_catalog);
+            }
+            prefetch(pred, &file, &md, &access, &answered, indexes.as_deref(), &m)?;
             if let Some(ix) = indexes.as_deref_mut() {
                 ix.prepare(&pred.leaves())?;
                 if !file_may_match(pred, &mut [ix])? {
@@ -221,7 +231,6 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
             }
             // 5. Row groups by Parquet bloom filters (where they can pay), then by
             // embedded indexes.
-            let answered = answered(pred, indexes.as_deref());
             let mut blooms =
                 ParquetBlooms::new(&file, &md, &m.bloom_filters_read).without(answered.clone());
             let mut pages = PageIndex::new(ctx, &file, &md, &m);
@@ -289,24 +298,32 @@ fn described(
     pred: Option<&Predicate>,
     m: &Metrics,
     warnings: &mut Vec<String>,
-) -> Result<Option<String>> {
+) -> Result<Description> {
     let path = f.path;
+    let kept = Description::Kept {
+        answered: Vec::new(),
+    };
     let Some(catalog) = ctx.catalog else {
-        return Ok(None);
+        return Ok(kept);
     };
     let Some(mut described) = catalog.describe(path, f.identity, ctx.descr) else {
         m.files_not_in_catalog.set(1);
-        return Ok(None);
+        return Ok(kept);
     };
     let source = described.source();
+    let mut answered = Vec::new();
     if let Some(p) = pred {
         if !file_may_match(p, &mut [described.as_mut()])? {
             match source {
                 Source::TableStats => m.files_pruned_by_table_stats.set(1),
                 _ => m.files_pruned_by_catalog.set(1),
             }
-            return Ok(Some(format!("{path}: pruned by {}", source.what())));
+            return Ok(Description::Pruned(format!(
+                "{path}: pruned by {}",
+                source.what()
+            )));
         }
+        answered = answered_columns(p, described.as_ref());
     }
     if source == Source::Catalog {
         if ctx.cache.contains(f.identity) {
@@ -327,7 +344,16 @@ fn described(
             }
         }
     }
-    Ok(None)
+    Ok(Description::Kept { answered })
+}
+
+/// What stage 2 concluded about a file.
+enum Description {
+    /// Ruled out, with the summary to report.
+    Pruned(String),
+    /// Kept; `answered` lists the leaf columns whose every `=`/`IN` leaf the description's
+    /// own filters already answered for the whole file.
+    Kept { answered: Vec<usize> },
 }
 
 /// Stage 3: the file opened (or the one already open) and its footer, from the cache
@@ -391,6 +417,7 @@ fn prefetch(
     file: &StorageFile,
     md: &ParquetMetaData,
     access: &AccessPlan,
+    answered: &[usize],
     indexes: Option<&dyn Evidence>,
     m: &Metrics,
 ) -> Result<()> {
@@ -400,7 +427,7 @@ fn prefetch(
     if file.is_remote() {
         ranges.extend(
             ParquetBlooms::new(file, md, &m.bloom_filters_read)
-                .without(answered(pred, indexes))
+                .without(answered.to_vec())
                 .planning_ranges(&leaves, &kept),
         );
     }
@@ -459,11 +486,14 @@ impl<'a> PageIndex<'a> {
     }
 }
 
-/// Whether row group `rg`'s Parquet bloom filters can pay for their bytes: not when the
-/// page index has already narrowed the probed columns to pages that cost no more than
-/// their filters (a page or two of a large row group, typically). A filter answers for the
-/// whole row group; those pages are read and checked exactly anyway. (On object stores the
-/// filters came with the page index in one round trip, so they are always used.)
+/// Whether row group `rg`'s Parquet bloom filters can pay for their bytes: the pages of
+/// the probed columns the page index leaves, times the chance the filters rule the row
+/// group out ([`chance_ruled_out`]), must outweigh the filters. Not, then, when the page
+/// index has already narrowed those columns to a page or two, nor when the values asked
+/// about are almost surely there (a dense key column, a long IN list). A filter answers
+/// for the whole row group; the pages are read and checked exactly anyway. (On object
+/// stores the filters came with the page index in one round trip, so they are always
+/// used.)
 fn blooms_pay(
     pred: &Predicate,
     md: &ParquetMetaData,
@@ -522,7 +552,8 @@ fn blooms_pay(
             page_bytes += dictionary.end - dictionary.start;
         }
     }
-    Ok(filter_bytes < page_bytes)
+    let chance = chance_ruled_out(pred, md, rg, answered);
+    Ok(chance * page_bytes as f64 > filter_bytes as f64)
 }
 
 /// Evidence of nothing: stands in for a source a stage chose not to ask.
@@ -816,6 +847,34 @@ mod tests {
         assert_eq!(p.units[0].ranges.row_count(), 100);
         // Where the page index rules every page out, no filter is read either.
         let p = plan(&path, "s = 's1099x'");
+        assert_eq!(p.metrics.bloom_filters_read.get(), 0);
+        assert!(p.units.is_empty());
+    }
+
+    #[test]
+    fn no_bloom_filter_is_read_for_values_the_statistics_say_are_almost_surely_there() {
+        let dir = tempfile::tempdir().unwrap();
+        // Each 1,000-row row group holds 1,000 distinct values of 0..8000 in scattered
+        // order, so a value within the bounds is absent from one with a chance of about
+        // e^-1/8: worth the filters for one value, not for ten at once.
+        let path = write_file(
+            dir.path(),
+            "sparse.parquet",
+            vec![("d", int64s((0..4000).map(|k| k * 7919 % 1000 * 8 + k % 8)))],
+            Layout {
+                row_group_size: 1000,
+                page_rows: Some(100),
+                bloom: &["d"],
+            },
+        );
+        let p = plan(&path, "d = 4001");
+        assert_eq!(p.metrics.bloom_filters_read.get(), 4);
+        let ten = (0..10).map(|i| (i * 797).to_string()).collect::<Vec<_>>();
+        let p = plan(&path, &format!("d IN ({})", ten.join(", ")));
+        assert_eq!(p.metrics.bloom_filters_read.get(), 0);
+        assert_eq!(p.metrics.rows_selected.get(), 4000);
+        // Outside every bound: statistics alone rule the row groups out.
+        let p = plan(&path, "d IN (8000, 8001)");
         assert_eq!(p.metrics.bloom_filters_read.get(), 0);
         assert!(p.units.is_empty());
     }

@@ -1,11 +1,11 @@
 //! Splitting the last units of a scan so that its threads finish together.
 //!
 //! A unit is a row group, read by one thread. Seven equal row groups on two threads take
-//! the time of four; cutting the seventh in two makes it three and a half. Cuts fall on
-//! page boundaries of the first projected column, so that column's pages are not
-//! decoded twice; the pages of other columns that straddle a cut are read by both
-//! pieces. The chunks' dictionary pages are fetched once for all pieces
-//! ([`SharedPages`]).
+//! the time of four; cutting the seventh in two makes it three and a half. A page that
+//! straddles a cut is read and decoded by both pieces, so each cut goes, near its even
+//! share, to the page start of the projected columns where the straddling pages cost the
+//! fewest bytes (where the columns' pages start together, none). The chunks' dictionary
+//! pages are fetched once for all pieces ([`SharedPages`]).
 
 use std::sync::Arc;
 
@@ -54,15 +54,22 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
             continue;
         }
         let md = unit.file.reader_metadata.metadata();
-        let bounds = leaves_of(
+        let columns: Vec<ColumnPages> = leaves_of(
             md.file_metadata().schema_descr(),
             &unit.file.file_roots(roots),
         )
-        .first()
-        .and_then(|leaf| offset_index(md, unit.row_group, *leaf))
-        .map(|oi| page_boundaries(oi, unit.row_group_rows))
-        .unwrap_or_default();
-        let parts = cut(&unit.ranges, pieces, &bounds);
+        .iter()
+        .filter_map(|leaf| offset_index(md, unit.row_group, *leaf))
+        .map(|oi| ColumnPages {
+            starts: page_boundaries(oi, unit.row_group_rows),
+            sizes: oi
+                .page_locations()
+                .iter()
+                .map(|p| p.compressed_page_size.max(0) as u64)
+                .collect(),
+        })
+        .collect();
+        let parts = cut(&unit.ranges, pieces, &columns);
         let last = parts.len() - 1;
         let shared = (parts.len() > 1).then(|| Arc::new(SharedPages::default()));
         out.extend(parts.into_iter().enumerate().map(|(k, ranges)| Piece {
@@ -85,22 +92,51 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
     out
 }
 
-/// `ranges` in `pieces` parts of about equal row counts, each cut moved to the nearest
-/// of `bounds` (page starts) when one lies between the neighbouring cuts. Parts that
-/// come out empty are dropped.
-fn cut(ranges: &RowRanges, pieces: usize, bounds: &[u64]) -> Vec<RowRanges> {
+/// The pages of one projected column in a row group: the row each starts at (then the
+/// row group's end), and its compressed size.
+struct ColumnPages {
+    starts: Vec<u64>,
+    sizes: Vec<u64>,
+}
+
+impl ColumnPages {
+    /// The bytes of the page that a cut before `row` splits (0 where a page starts).
+    fn straddled(&self, row: u64) -> u64 {
+        let i = self.starts.partition_point(|s| *s <= row);
+        match i.checked_sub(1) {
+            Some(page) if self.starts[page] != row => self.sizes.get(page).copied().unwrap_or(0),
+            _ => 0,
+        }
+    }
+}
+
+/// `ranges` in `pieces` parts of about equal row counts. Each cut moves to a page start
+/// of `columns` between the neighbouring cuts: the one within an eighth of a part's
+/// span that splits the fewest bytes of pages (the nearest of those), else the nearest.
+/// Parts that come out empty are dropped.
+fn cut(ranges: &RowRanges, pieces: usize, columns: &[ColumnPages]) -> Vec<RowRanges> {
     let total = ranges.row_count();
     let first = ranges.ranges().first().map_or(0, |r| r.start);
+    let slack = (ranges.end() - first) / (pieces as u64 * 8);
+    let mut starts: Vec<u64> = columns.iter().flat_map(|c| c.starts.clone()).collect();
+    starts.sort_unstable();
+    starts.dedup();
+    let straddled = |row: u64| columns.iter().map(|c| c.straddled(row)).sum::<u64>();
     let mut cuts: Vec<u64> = Vec::with_capacity(pieces + 1);
     cuts.push(0);
     for k in 1..pieces {
         let row = row_at(ranges, total * k as u64 / pieces as u64);
         let prev = *cuts.last().unwrap_or(&0);
-        let snapped = bounds
-            .iter()
-            .copied()
-            .filter(|b| *b > prev.max(first) && *b < ranges.end())
-            .min_by_key(|b| b.abs_diff(row))
+        let between = || {
+            starts
+                .iter()
+                .copied()
+                .filter(|b| *b > prev.max(first) && *b < ranges.end())
+        };
+        let snapped = between()
+            .filter(|b| b.abs_diff(row) <= slack)
+            .min_by_key(|b| (straddled(*b), b.abs_diff(row)))
+            .or_else(|| between().min_by_key(|b| b.abs_diff(row)))
             .unwrap_or(row);
         cuts.push(snapped.max(prev));
     }
@@ -131,10 +167,18 @@ mod tests {
         r.ranges().iter().map(|r| (r.start, r.end)).collect()
     }
 
+    /// A column of `rows`-row pages of `bytes` each, over 1M rows.
+    fn pages(rows: u64, bytes: u64) -> ColumnPages {
+        let mut starts: Vec<u64> = (0..1_000_000u64.div_ceil(rows)).map(|p| p * rows).collect();
+        let sizes = vec![bytes; starts.len()];
+        starts.push(1_000_000);
+        ColumnPages { starts, sizes }
+    }
+
     #[test]
     fn cuts_fall_on_page_starts_and_keep_every_row() {
         let all = RowRanges::full(1_000_000);
-        let bounds: Vec<u64> = (0..=50).map(|p| p * 20_000).collect();
+        let bounds = [pages(20_000, 100)];
         let parts = cut(&all, 2, &bounds);
         assert_eq!(parts.len(), 2);
         assert_eq!(spans(&parts[0]), [(0, 500_000)]);
@@ -161,9 +205,33 @@ mod tests {
     fn a_cut_with_no_page_start_nearby_stays_where_it_is() {
         let sel = RowRanges::from_ranges(std::iter::once(100..300));
         // The only page start lies outside the selection: parts stay non-empty.
-        let parts = cut(&sel, 2, &[0, 1_000]);
+        let few = ColumnPages {
+            starts: vec![0, 1_000, 1_000_000],
+            sizes: vec![10, 10],
+        };
+        let parts = cut(&sel, 2, &[few]);
         assert_eq!(parts.len(), 2);
         assert_eq!(spans(&parts[0]), [(100, 200)]);
         assert_eq!(spans(&parts[1]), [(200, 300)]);
+    }
+
+    #[test]
+    fn a_cut_goes_where_the_straddling_pages_cost_least() {
+        let all = RowRanges::full(1_000_000);
+        // Small pages every 20,000 rows; large ones every 30,000 rows, whose starts meet
+        // the small ones' every 60,000 rows (480,000 and 540,000 near the middle).
+        let columns = [pages(20_000, 100), pages(30_000, 10_000)];
+        let parts = cut(&all, 2, &columns);
+        assert_eq!(spans(&parts[0]), [(0, 480_000)]);
+        assert_eq!(spans(&parts[1]), [(480_000, 1_000_000)]);
+        // Every start near the middle splits a large page: the nearest it is.
+        let columns = [pages(20_000, 100), pages(300_000, 10_000)];
+        assert_eq!(
+            columns.iter().map(|c| c.straddled(500_000)).sum::<u64>(),
+            10_000
+        );
+        let parts = cut(&all, 2, &columns);
+        assert_eq!(spans(&parts[0]), [(0, 500_000)]);
+        assert_eq!(spans(&parts[1]), [(500_000, 1_000_000)]);
     }
 }
