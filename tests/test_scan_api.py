@@ -368,3 +368,35 @@ def test_to_arrow_within_reads_all_or_stops(data_dir: Path) -> None:
     pq.write_table(_table(200), path)
     with pytest.raises(pqindex.FileChangedError):
         changed.to_arrow_within(1 << 30)
+
+
+def test_units_expect_rows_from_the_statistics(data_dir: Path) -> None:
+    """Each unit says how many rows the footers' statistics expect it to return (values
+    spread evenly between a row group's bounds, conjuncts independent; few where the bounds
+    cannot tell), and what they take as Arrow."""
+    path = data_dir / "expect.parquet"
+    n = 100_000
+    t = pa.table(
+        {
+            "k": pa.array(range(n), pa.int64()),
+            "q": pa.array([1 + i * 7 % 50 for i in range(n)], pa.int64()),
+            "s": [f"v{i:06d}" for i in range(n)],
+        }
+    )
+    pq.write_table(t, path, row_group_size=n // 4, write_page_index=True)
+
+    def expected(where: str | None) -> tuple[int, int]:
+        units = pqindex.scan(path, where).units()
+        rows = sum(units.column("expected_rows").to_pylist())
+        return rows, sum(units.column("expected_bytes").to_pylist())
+
+    rows, size = expected(None)
+    assert rows == n and 8 * 2 * n < size < 40 * n
+    # Half of every row group's q bounds (1..50); a tenth of k's range, in one row group.
+    assert abs(expected("q <= 25")[0] - n * 24 / 49) < n * 0.01
+    assert abs(expected("k < 10000")[0] - 10_000) <= 4
+    assert abs(expected("k < 10000 AND q <= 25")[0] - 10_000 * 24 / 49) < n * 0.01
+    assert expected("k = 77")[0] == 1
+    assert expected("k = 77 OR q > 60")[0] == 1
+    # A string equality: the bounds cannot tell, so few.
+    assert expected("s = 'v000077'") == (0, 0)

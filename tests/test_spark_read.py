@@ -891,7 +891,9 @@ def test_many_rows_leave_the_driver(spark: Any, data_dir: Path) -> None:
     ]
     for where, options, place in cases:
         scan = pqs.plan(spark, path, where, **options)
-        assert scan.on_driver  # every case selects less than DRIVER_READ_BYTES
+        # Every case selects less than DRIVER_READ_BYTES; the many rows are known before
+        # reading, from the plan or the footers' statistics.
+        assert scan.on_driver == (place == "driver")
         df = scan.to_df()
         assert scan.read_by == place, (where, options)
         said = {"driver": "on the driver", "spark": "by Spark's own", "executors": "in executors"}
@@ -900,6 +902,36 @@ def test_many_rows_leave_the_driver(spark: Any, data_dir: Path) -> None:
         got_keys = sorted(r.k for r in df.select("k").collect())
         assert got_keys == sorted(r.k for r in want.select("k").collect()), (where, options)
         assert scan.selected_bytes > 0
+
+
+def test_reads_the_statistics_expect_to_be_large_never_start_on_the_driver(
+    spark: Any, data_dir: Path
+) -> None:
+    """Rows the footers' statistics expect to pass ``driver_result_bytes`` (most of a
+    sorted key's range) go straight to Spark's reader, or to executors: no driver read
+    starts only to stop. Where the statistics cannot tell (a string equality), the driver
+    tries."""
+    import pqindex.spark as pqs
+
+    path = str(data_dir / "expected.parquet")
+    write_sorted(Path(path), 100_000)
+    small = {"driver_result_bytes": 64 * 1024}
+    wide = pqs.plan(spark, path, "k >= 10000", **small)
+    # 90% of 100,000 rows of an int64 and a 15-character string.
+    assert 90_000 * 8 < wide.expected_bytes < 90_000 * 40
+    assert wide.to_df().count() == 90_000
+    assert wide.read_by == "spark"
+    assert wide.metrics()["rows_scanned"] == 0
+    narrow = pqs.plan(spark, path, "k >= 10000", ["k"], **small)
+    assert narrow.to_df().count() == 90_000 and narrow.read_by == "spark"
+    scan = pqs.plan(spark, path, "k >= 10000", spark_reader=False, **small)
+    assert scan.to_df().count() == 90_000
+    assert scan.read_by == "executors"
+    assert scan._plan.metrics()["rows_scanned"] == 0  # nothing read on the driver
+    needle = pqs.plan(spark, path, "payload = 'payload-0012345'", **small)
+    assert needle.expected_bytes == 0
+    assert [r.k for r in needle.to_df().collect()] == [12345]
+    assert needle.read_by == "driver"
 
 
 def test_reads_pruned_by_embedded_indexes_stay_in_pqindex(spark: Any, data_dir: Path) -> None:

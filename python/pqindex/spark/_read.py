@@ -68,6 +68,11 @@ MAX_KEYS = 1_000_000
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
+def _expected_bytes(plan: pqindex.Scan) -> int:
+    """What the footers' statistics expect the rows of ``plan`` to take as Arrow."""
+    return int(sum(plan.units().column("expected_bytes").to_pylist()))
+
+
 def _paths(source: Any) -> list[str]:
     import os
 
@@ -118,7 +123,27 @@ class SparkScan:
         #: Whether pqindex's predicate means exactly Spark's condition, so that Spark
         #: need not apply it again.
         self.exact = False
+        self._driver_result_bytes = driver_result_bytes
+        self._spark_reader = spark_reader
+        #: Where the rows were read, once ``to_df()`` ran: ``"driver"``, ``"executors"``,
+        #: ``"spark"`` (Spark's own Parquet reader) or ``"nowhere"`` (nothing can match).
+        self.read_by: str | None = None
+        self._partitions = partitions
+        self._accumulator: Any = None
+        self._observed: Observed | None = None
+        self._df: Any = None
+        self._columns = list(columns) if columns is not None else None
+        #: Set when the first plan shows Spark's own reader should read: many rows, pruned
+        #: only as Spark prunes. Nothing more is planned or confirmed then.
+        self._spark_takes_over = False
         probe, base = self._pqindex_base(where)
+        if self._spark_takes_over and probe is not None:
+            self._plan: pqindex.Scan = probe
+            self._units = probe.units()
+            self.selected_bytes = int(sum(self._units.column("selected_bytes").to_pylist()))
+            self.expected_bytes = _expected_bytes(probe)
+            self.on_driver = False
+            return
         if base is None:
             # Only Spark can tell the schema of this local dataset.
             base = spark.read.parquet(*self._paths)
@@ -138,17 +163,12 @@ class SparkScan:
             self._plan = self._scan(needed, self.predicate)
         self._units = self._plan.units()
         self.selected_bytes = int(sum(self._units.column("selected_bytes").to_pylist()))
-        #: Whether the read starts on the driver (it moves away if many rows come back).
-        self.on_driver = self.selected_bytes < driver_read_bytes
-        self._driver_result_bytes = driver_result_bytes
-        self._spark_reader = spark_reader
-        #: Where the rows were read, once ``to_df()`` ran: ``"driver"``, ``"executors"``,
-        #: ``"spark"`` (Spark's own Parquet reader) or ``"nowhere"`` (nothing can match).
-        self.read_by: str | None = None
-        self._partitions = partitions
-        self._accumulator: Any = None
-        self._observed: Observed | None = None
-        self._df: Any = None
+        #: What the footers' statistics expect the rows to take as Arrow (few where they
+        #: cannot tell).
+        self.expected_bytes = _expected_bytes(self._plan)
+        #: Whether the read starts on the driver (it moves away if many rows come back):
+        #: few selected pages, and not many rows expected.
+        self.on_driver = self.selected_bytes < driver_read_bytes and not self._known_large()
 
     # --- planning -------------------------------------------------------------------------
 
@@ -186,6 +206,14 @@ class SparkScan:
             except (pqindex.PredicateError, pqindex.UnsupportedError):
                 probe = None
         written = probe is not None
+        if probe is not None and self._spark_reader and self._spark_reads_alike(probe):
+            width = len(pa.schema(probe))
+            share = len(self._columns) / max(1, width) if self._columns is not None else 1.0
+            if probe.units().num_rows and (
+                _expected_bytes(probe) * share > self._driver_result_bytes
+            ):
+                self._spark_takes_over = True
+                return probe, None
         if probe is None:
             probe = self._scan(None, None)
         if local:
@@ -273,17 +301,20 @@ class SparkScan:
     def _rows(self) -> Any:
         """The DataFrame of the rows read, from wherever reading them is cheapest (sets
         ``read_by``)."""
+        if self._spark_takes_over:
+            self.read_by = "spark"
+            return self._sparks_own_read()
         if self._units.num_rows == 0:
             self.read_by = "nowhere"
             return self._spark.createDataFrame([], self._read_schema)
-        large = self._known_large()
-        if self.on_driver and not large:
+        large = not self.on_driver and self._known_large()
+        if self.on_driver:
             df = self._read_on_driver()
             if df is not None:
                 self.read_by = "driver"
                 return df
             large = True
-        if large and self._spark_reader and self._spark_reads_alike():
+        if large and self._spark_reader and self._spark_reads_alike(self._plan):
             # Many rows, and nothing pruned that Spark's own reader does not prune too: its
             # vectorised reader hands rows to Spark without a trip through Python.
             self.read_by = "spark"
@@ -292,21 +323,25 @@ class SparkScan:
         return self._distributed()
 
     def _known_large(self) -> bool:
-        """Whether many rows are certain to come back before reading: every selected row
-        of a plan with no condition, which takes more room as Arrow than its compressed
-        pages."""
-        if self._where is not None or self._keys is not None:
+        """Whether many rows are expected to come back, before reading: every selected
+        row of a plan with no condition (which takes more room as Arrow than its compressed
+        pages), or rows the footers' statistics expect to pass ``driver_result_bytes`` (a
+        range over a fifth of a column's bounds, say). A driver read would stop for them
+        only after most of its work."""
+        if self._keys is not None:
             return False
-        return self.selected_bytes > self._driver_result_bytes
+        if self._where is None:
+            return self.selected_bytes > self._driver_result_bytes
+        return self.expected_bytes > self._driver_result_bytes
 
-    def _spark_reads_alike(self) -> bool:
+    def _spark_reads_alike(self, plan: pqindex.Scan) -> bool:
         """Whether Spark's own Parquet reader can take this read over at no loss: a local
         Parquet dataset with no join keys, pruned only by what Spark's reader also uses
         (statistics, the page index, Parquet bloom filters), not by pqindex's embedded
         indexes or catalog."""
         if self._table is not None or self._keys is not None or is_remote(self._paths):
             return False
-        m = self._plan.metrics()
+        m = plan.metrics()
         beyond = ("files_pruned_by_index", "row_groups_pruned_by_index", "rows_pruned_by_index")
         return not any(m.get(k, 0) for k in (*beyond, "files_pruned_by_catalog"))
 
@@ -315,6 +350,8 @@ class SparkScan:
         df = self._spark.read.parquet(*self._paths)
         if self._where is not None:
             df = df.where(self._where)
+        if self._spark_takes_over:
+            return df if self._columns is None else df.select(*self._columns)
         return df.select(*self._output.fieldNames())
 
     def _read_on_driver(self) -> Any | None:
@@ -378,7 +415,8 @@ class SparkScan:
             f"  pushed to pqindex: {self.predicate or '(nothing)'}"
             + (" (exactly Spark's condition: Spark does not apply it again)" if self.exact else ""),
             f"  read {self._placement()}: "
-            f"{self._units.num_rows} units, ~{self.selected_bytes} bytes of selected pages",
+            f"{self._units.num_rows} units, ~{self.selected_bytes} bytes of selected pages, "
+            f"~{self.expected_bytes} bytes of rows expected",
         ]
         executors = self.executor_metrics()
         if executors:
@@ -424,6 +462,7 @@ class SparkScan:
             out[key] = plan.get(key, 0) + executors.get(key, 0)
         out["executor_bytes_read"] = executors.get("bytes_read", 0)
         out["selected_bytes"] = self.selected_bytes
+        out["expected_bytes"] = self.expected_bytes
         return out
 
 

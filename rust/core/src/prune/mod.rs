@@ -8,4 +8,5 @@ pub mod evidence;
 pub mod page_index;
 pub mod parquet_bloom;
 pub mod planner;
+pub mod selectivity;
 pub mod statistics;

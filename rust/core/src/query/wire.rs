@@ -17,6 +17,8 @@ use arrow_array::{
     Array, ArrayRef, Int64Array, RecordBatch, StringArray, StructArray, UInt32Array, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef};
+use parquet::basic::{ConvertedType, LogicalType, Type as PhysicalType};
+use parquet::file::metadata::ParquetMetaData;
 
 use crate::error::{Error, Result};
 use crate::io::{FileIdentity, IoStats, StorageFile};
@@ -29,6 +31,7 @@ use crate::predicate::Predicate;
 use crate::prune::page_index::conjunct_rows;
 use crate::prune::planner::HeldFiles;
 use crate::prune::planner::SchemaAdapter;
+use crate::prune::selectivity::expected_rows;
 use crate::query::binding::Binding;
 use crate::query::scan::{Scan, ScanOptions};
 use crate::read::byte_ranges;
@@ -58,6 +61,8 @@ fn units_schema(partitions: &[Field], table: Option<&Schema>) -> Result<SchemaRe
         list("range_ends"),
         Field::new("selected_rows", DataType::UInt64, false),
         Field::new("selected_bytes", DataType::UInt64, false),
+        Field::new("expected_rows", DataType::UInt64, false),
+        Field::new("expected_bytes", DataType::UInt64, false),
     ]);
     if !partitions.is_empty() {
         fields.push(Field::new(
@@ -100,7 +105,9 @@ impl Scan {
 }
 
 /// The units of `scan`, one row each, in plan order. `selected_bytes` estimates what reading
-/// the unit fetches (its selected pages of the needed columns), to balance work by it.
+/// the unit fetches (its selected pages of the needed columns), to balance work by it;
+/// `expected_rows` and `expected_bytes` what it returns (rows, and their size as Arrow),
+/// by [`expected_rows`], to decide where to read it.
 fn units_table(scan: &Scan) -> Result<RecordBatch> {
     let table = scan.table.as_ref().map(|_| &scan.binding.schema);
     let schema = units_schema(&scan.binding.partitions, table)?;
@@ -116,6 +123,7 @@ fn units_table(scan: &Scan) -> Result<RecordBatch> {
         false,
     )));
     let mut bytes = Vec::with_capacity(n);
+    let (mut expected, mut expected_bytes) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let roots = scan.shape.roots();
     for u in &scan.units {
         for r in u.ranges.ranges() {
@@ -127,6 +135,13 @@ fn units_table(scan: &Scan) -> Result<RecordBatch> {
         let md = u.file.reader_metadata.metadata();
         let descr = md.file_metadata().schema_descr();
         let mut leaves = leaves_of(descr, &u.file.file_roots(&roots));
+        let rows = match &u.file.predicate {
+            Some(p) => expected_rows(p, md, u.row_group, u.ranges.row_count()),
+            None => u.ranges.row_count(),
+        };
+        expected.push(rows);
+        let width = arrow_row_bytes(md, u.row_group, &leaves);
+        expected_bytes.push((rows as f64 * width).ceil() as u64);
         if let Some(p) = &u.file.predicate {
             leaves.extend(p.columns().iter().filter_map(|c| c.leaf));
         }
@@ -164,6 +179,8 @@ fn units_table(scan: &Scan) -> Result<RecordBatch> {
             scan.units.iter().map(|u| u.ranges.row_count()),
         )),
         Arc::new(UInt64Array::from(bytes)),
+        Arc::new(UInt64Array::from(expected)),
+        Arc::new(UInt64Array::from(expected_bytes)),
     ];
     if !scan.binding.partitions.is_empty() {
         let mut arrays = Vec::new();
@@ -192,6 +209,39 @@ fn units_table(scan: &Scan) -> Result<RecordBatch> {
         )?));
     }
     Ok(RecordBatch::try_new(schema, columns)?)
+}
+
+/// About how many bytes a row of `leaves` of row group `rg` takes as Arrow: fixed-width
+/// values their width (decimals 16), strings and bytes their average unencoded length (from
+/// the chunk's size statistics, else its uncompressed size) and an offset.
+fn arrow_row_bytes(md: &ParquetMetaData, rg: usize, leaves: &[usize]) -> f64 {
+    let group = md.row_group(rg);
+    let rows = group.num_rows().max(1) as f64;
+    leaves
+        .iter()
+        .filter_map(|&leaf| group.columns().get(leaf))
+        .map(|c| {
+            let descr = c.column_descr();
+            if matches!(descr.logical_type_ref(), Some(LogicalType::Decimal { .. }))
+                || descr.converted_type() == ConvertedType::DECIMAL
+            {
+                return 16.0;
+            }
+            match c.column_type() {
+                PhysicalType::BOOLEAN => 1.0,
+                PhysicalType::INT32 | PhysicalType::FLOAT => 4.0,
+                PhysicalType::INT64 | PhysicalType::DOUBLE => 8.0,
+                PhysicalType::INT96 => 16.0,
+                PhysicalType::FIXED_LEN_BYTE_ARRAY => f64::from(descr.type_length().max(0)),
+                PhysicalType::BYTE_ARRAY => {
+                    let data = c
+                        .unencoded_byte_array_data_bytes()
+                        .unwrap_or(c.uncompressed_size());
+                    data.max(0) as f64 / rows + 4.0
+                }
+            }
+        })
+        .sum()
 }
 
 /// One row of a units table.
