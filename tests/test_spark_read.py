@@ -919,6 +919,7 @@ def test_reads_the_statistics_expect_to_be_large_never_start_on_the_driver(
     wide = pqs.plan(spark, path, "k >= 10000", **small)
     # 90% of 100,000 rows of an int64 and a 15-character string.
     assert 90_000 * 8 < wide.expected_bytes < 90_000 * 40
+    assert "read by Spark's own Parquet reader (many rows expected" in wide.explain()
     assert wide.to_df().count() == 90_000
     assert wide.read_by == "spark"
     assert wide.metrics()["rows_scanned"] == 0
@@ -932,6 +933,15 @@ def test_reads_the_statistics_expect_to_be_large_never_start_on_the_driver(
     assert needle.expected_bytes == 0
     assert [r.k for r in needle.to_df().collect()] == [12345]
     assert needle.read_by == "driver"
+    # Many rows, but few of those read (2%, where no page can be skipped): pqindex's late
+    # materialisation reads them, in executors, not Spark's reader.
+    scattered = str(data_dir / "scattered.parquet")
+    u = np.random.default_rng(7).permutation(100_000)
+    pq.write_table(pa.table({"u": pa.array(u, pa.int64())}), scattered, row_group_size=20_000)
+    scan = pqs.plan(spark, scattered, "u < 2000", driver_result_bytes=1000)
+    assert scan.expected_bytes > 1000 and not scan.on_driver
+    assert sorted(r.u for r in scan.to_df().collect()) == list(range(2000))
+    assert scan.read_by == "executors"
 
 
 def test_reads_pruned_by_embedded_indexes_stay_in_pqindex(spark: Any, data_dir: Path) -> None:
