@@ -396,6 +396,9 @@ def test_units_expect_rows_from_the_statistics(data_dir: Path) -> None:
     assert abs(expected("q <= 25")[0] - n * 24 / 49) < n * 0.01
     assert abs(expected("k < 10000")[0] - 10_000) <= 4
     assert abs(expected("k < 10000 AND q <= 25")[0] - 10_000 * 24 / 49) < n * 0.01
+    # Two bounds of one column keep one interval (they do not multiply).
+    assert abs(expected("k BETWEEN 1000 AND 1999")[0] - 1000) <= 4
+    assert abs(expected("k >= 1000 AND q <= 25 AND k < 2000")[0] - 1000 * 24 / 49) <= 4
     assert expected("k = 77")[0] == 1
     assert expected("k = 77 OR q > 60")[0] == 1
     # A string equality: the bounds cannot tell, so few.

@@ -26,7 +26,28 @@ pub fn expected_rows(pred: &Predicate, md: &ParquetMetaData, rg: usize, selected
 /// The share of the row group's rows that satisfy `pred`.
 pub fn share(pred: &Predicate, md: &ParquetMetaData, rg: usize) -> f64 {
     match pred {
-        Predicate::And(parts) => parts.iter().map(|p| share(p, md, rg)).product(),
+        Predicate::And(parts) => {
+            // Ranges on one column bound one interval (`BETWEEN`): they overlap rather
+            // than multiply.
+            let mut intervals: Vec<(usize, f64, f64, f64)> = Vec::new();
+            let mut product = 1.0;
+            for p in parts {
+                match range_interval(p, md, rg) {
+                    Some((leaf, lo, hi, valued)) => {
+                        match intervals.iter_mut().find(|i| i.0 == leaf) {
+                            Some(i) => (i.1, i.2) = (i.1.max(lo), i.2.min(hi)),
+                            None => intervals.push((leaf, lo, hi, valued)),
+                        }
+                    }
+                    None => product *= share(p, md, rg),
+                }
+            }
+            intervals
+                .iter()
+                .map(|(_, lo, hi, valued)| valued * (hi - lo).max(0.0))
+                .product::<f64>()
+                * product
+        }
         Predicate::Or(parts) => {
             1.0 - parts
                 .iter()
@@ -47,11 +68,8 @@ pub fn share(pred: &Predicate, md: &ParquetMetaData, rg: usize) -> f64 {
 }
 
 fn leaf_share(leaf: &Predicate, s: &ChunkStats) -> f64 {
-    let nulls = match (s.null_count, s.rows) {
-        (Some(n), rows) if rows > 0 => (n as f64 / rows as f64).min(1.0),
-        _ => 0.0,
-    };
-    let valued = 1.0 - nulls;
+    let valued = valued_share(s);
+    let nulls = 1.0 - valued;
     let eq = |v: &Value| equal_share(v, s);
     let share = match leaf {
         Predicate::Cmp { op, value, .. } => match op {
@@ -102,27 +120,60 @@ fn equal_share(v: &Value, s: &ChunkStats) -> f64 {
 
 /// The share of valued rows with `x op v`: the part of the bounds on that side of `v`.
 fn range_share(op: CmpOp, v: &Value, s: &ChunkStats) -> f64 {
+    match side(op, v, s) {
+        Some((lo, hi)) => hi - lo,
+        None => UNKNOWN,
+    }
+}
+
+/// The part of the bounds (as `0.0..=1.0`) where `x op v` holds, for a range comparison
+/// on numeric bounds.
+fn side(op: CmpOp, v: &Value, s: &ChunkStats) -> Option<(f64, f64)> {
     let as_f64 = |x: &Value| match x {
         Value::Int(i) => Some(*i as f64),
         Value::Float(f) if f.is_finite() => Some(*f),
         _ => None,
     };
-    let (Some(min), Some(max), Some(v)) = (
-        s.min.as_ref().and_then(as_f64),
-        s.max.as_ref().and_then(as_f64),
-        as_f64(v),
-    ) else {
-        return UNKNOWN;
-    };
+    let min = s.min.as_ref().and_then(as_f64)?;
+    let max = s.max.as_ref().and_then(as_f64)?;
+    let v = as_f64(v)?;
     if max <= min {
         // One value, which the statistics let satisfy the comparison.
-        return 1.0;
+        return Some((0.0, 1.0));
     }
     let below = ((v - min) / (max - min)).clamp(0.0, 1.0);
     match op {
-        CmpOp::Lt | CmpOp::LtEq => below,
-        CmpOp::Gt | CmpOp::GtEq => 1.0 - below,
-        CmpOp::Eq | CmpOp::NotEq => UNKNOWN,
+        CmpOp::Lt | CmpOp::LtEq => Some((0.0, below)),
+        CmpOp::Gt | CmpOp::GtEq => Some((below, 1.0)),
+        CmpOp::Eq | CmpOp::NotEq => None,
+    }
+}
+
+/// A range comparison of an AND as `(leaf, lo, hi, valued)`: the part of its column's
+/// bounds it keeps and the share of rows with a value. `None` for anything else, or where
+/// the statistics rule it out or cannot tell.
+fn range_interval(
+    p: &Predicate,
+    md: &ParquetMetaData,
+    rg: usize,
+) -> Option<(usize, f64, f64, f64)> {
+    let Predicate::Cmp { col, op, value } = p else {
+        return None;
+    };
+    let leaf = col.leaf?;
+    let s = row_group_stats(md, rg, col)?;
+    if !leaf_may_match(p, &s) {
+        return None;
+    }
+    let (lo, hi) = side(*op, value, &s)?;
+    Some((leaf, lo, hi, valued_share(&s)))
+}
+
+/// The share of rows with a value (not NULL).
+fn valued_share(s: &ChunkStats) -> f64 {
+    match (s.null_count, s.rows) {
+        (Some(n), rows) if rows > 0 => 1.0 - (n as f64 / rows as f64).min(1.0),
+        _ => 1.0,
     }
 }
 
