@@ -74,18 +74,15 @@ MAX_KEYS = 1_000_000
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def _expected_bytes(plan: pqindex.Scan) -> int:
-    """What the footers' statistics expect the rows of ``plan`` to take as Arrow."""
-    return int(sum(plan.units().column("expected_bytes").to_pylist()))
+def _total(units: Any, column: str) -> int:
+    """The sum of ``column`` of a plan's units table (``Scan.units()``)."""
+    return int(sum(units.column(column).to_pylist()))
 
 
-def _unselective(plan: pqindex.Scan) -> bool:
+def _unselective(units: Any) -> bool:
     """Whether the rows the footers' statistics expect are at least
-    ``SPARK_READER_SHARE`` of the rows ``plan`` selects for reading."""
-    units = plan.units()
-    expected = int(sum(units.column("expected_rows").to_pylist()))
-    selected = int(sum(units.column("selected_rows").to_pylist()))
-    return expected >= SPARK_READER_SHARE * selected
+    ``SPARK_READER_SHARE`` of the rows the units select for reading."""
+    return _total(units, "expected_rows") >= SPARK_READER_SHARE * _total(units, "selected_rows")
 
 
 def _paths(source: Any) -> list[str]:
@@ -151,12 +148,13 @@ class SparkScan:
         #: Set when the first plan shows Spark's own reader should read: many rows, pruned
         #: only as Spark prunes. Nothing more is planned or confirmed then.
         self._spark_takes_over = False
+        #: The plan's units (``Scan.units()``).
+        self._units: Any = None
         probe, base = self._pqindex_base(where)
         if self._spark_takes_over and probe is not None:
             self._plan: pqindex.Scan = probe
-            self._units = probe.units()
-            self.selected_bytes = int(sum(self._units.column("selected_bytes").to_pylist()))
-            self.expected_bytes = _expected_bytes(probe)
+            self.selected_bytes = _total(self._units, "selected_bytes")
+            self.expected_bytes = _total(self._units, "expected_bytes")
             self.on_driver = False
             return
         if base is None:
@@ -177,10 +175,10 @@ class SparkScan:
         else:
             self._plan = self._scan(needed, self.predicate)
         self._units = self._plan.units()
-        self.selected_bytes = int(sum(self._units.column("selected_bytes").to_pylist()))
+        self.selected_bytes = _total(self._units, "selected_bytes")
         #: What the footers' statistics expect the rows to take as Arrow (few where they
         #: cannot tell).
-        self.expected_bytes = _expected_bytes(self._plan)
+        self.expected_bytes = _total(self._units, "expected_bytes")
         #: Whether the read starts on the driver (it moves away if many rows come back):
         #: few selected pages, and not many rows expected.
         self.on_driver = self.selected_bytes < driver_read_bytes and not self._known_large()
@@ -224,12 +222,14 @@ class SparkScan:
         if probe is not None and self._spark_reader and self._spark_reads_alike(probe):
             width = len(pa.schema(probe))
             share = len(self._columns) / max(1, width) if self._columns is not None else 1.0
+            units = probe.units()
             if (
-                probe.units().num_rows
-                and _expected_bytes(probe) * share > self._driver_result_bytes
-                and _unselective(probe)
+                units.num_rows
+                and _total(units, "expected_bytes") * share > self._driver_result_bytes
+                and _unselective(units)
             ):
                 self._spark_takes_over = True
+                self._units = units
                 return probe, None
         if probe is None:
             probe = self._scan(None, None)
@@ -332,7 +332,7 @@ class SparkScan:
             # Many rows after all: a selective read would have been planned elsewhere.
             to_spark = True
         else:
-            to_spark = self._known_large() and (self._where is None or _unselective(self._plan))
+            to_spark = self._known_large() and (self._where is None or _unselective(self._units))
         if to_spark and self._spark_reader and self._spark_reads_alike(self._plan):
             # Many rows, a good share of those read, and nothing pruned that Spark's own
             # reader does not prune too: its vectorised reader hands rows to Spark without

@@ -488,15 +488,15 @@ impl Catalog {
         stats::leaf_may_match(leaf, &stats)
     }
 
-    /// Whether the file of `entry` may hold a row satisfying the probe leaf `leaf` (on a
-    /// column of `physical` type), by the catalog's bloom filter of its column; `true` when
-    /// the catalog has none.
     /// Whether the catalog keeps a usable bloom filter of column `name` for the file of
     /// `entry`.
     pub fn has_bloom(&self, entry: &CatalogEntry, name: &str) -> bool {
         self.bloom(entry, name).is_some()
     }
 
+    /// Whether the file of `entry` may hold a row satisfying the probe leaf `leaf` (on a
+    /// column of `physical` type), by the catalog's bloom filter of its column; `true` when
+    /// the catalog has none.
     pub fn bloom_may_match(
         &self,
         entry: &CatalogEntry,

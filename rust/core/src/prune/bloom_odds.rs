@@ -16,6 +16,7 @@ use parquet::file::metadata::ParquetMetaData;
 use crate::predicate::expr::Predicate;
 use crate::predicate::value::Value;
 use crate::prune::parquet_bloom::probe_values;
+use crate::prune::selectivity::{equal_share, valued_share};
 use crate::prune::statistics::{leaf_may_match, row_group_stats, ChunkStats};
 
 /// The chance that row group `rg` is ruled out once its bloom filters are asked, given
@@ -83,20 +84,15 @@ fn chance(
     }
 }
 
-/// The chance that `v` is absent from a chunk described by `stats`.
+/// The chance that `v` is absent from a chunk described by `stats`: none of its valued
+/// rows holds it, each doing so with [`equal_share`] (no estimate, or outside the bounds:
+/// absent).
 fn absent(v: &Value, stats: Option<&ChunkStats>) -> f64 {
     let Some(s) = stats else {
         return 1.0;
     };
-    let (Some(Value::Int(min)), Some(Value::Int(max)), Value::Int(v)) = (&s.min, &s.max, v) else {
-        return 1.0;
-    };
-    if v < min || v > max {
-        return 1.0;
-    }
-    let values = s.rows.saturating_sub(s.null_count.unwrap_or(0)) as f64;
-    let width = (max - min) as f64 + 1.0;
-    (-values / width).exp()
+    let values = s.rows as f64 * valued_share(s);
+    (-values * equal_share(v, s)).exp()
 }
 
 #[cfg(test)]

@@ -105,7 +105,7 @@ fn leaf_share(leaf: &Predicate, s: &ChunkStats) -> f64 {
 
 /// The share of valued rows equal to `v`: one of the values between the bounds, for
 /// integer-like columns.
-fn equal_share(v: &Value, s: &ChunkStats) -> f64 {
+pub(crate) fn equal_share(v: &Value, s: &ChunkStats) -> f64 {
     match (&s.min, &s.max, v) {
         (Some(Value::Int(min)), Some(Value::Int(max)), Value::Int(v)) => {
             if v < min || v > max {
@@ -170,7 +170,7 @@ fn range_interval(
 }
 
 /// The share of rows with a value (not NULL).
-fn valued_share(s: &ChunkStats) -> f64 {
+pub(crate) fn valued_share(s: &ChunkStats) -> f64 {
     match (s.null_count, s.rows) {
         (Some(n), rows) if rows > 0 => 1.0 - (n as f64 / rows as f64).min(1.0),
         _ => 1.0,
