@@ -412,3 +412,42 @@ def test_literal_values_known_from_their_text_are_sparks(
         assert type(known) is type(sparks)
         if isinstance(sparks, Decimal):
             assert known.as_tuple().exponent == sparks.as_tuple().exponent
+
+
+#: Literals whose type pqindex reads off the text (None: Spark is asked).
+LITERAL_TYPES = [
+    "1",
+    "2147483647",
+    "2147483648",
+    "-2147483647",
+    "- 2147483648",
+    "9223372036854775807",
+    "99999999999999999999",
+    "50000.00",
+    "0.05",
+    ".5",
+    "10.",
+    "050.10",
+    "true",
+    "FALSE",
+    "DATE '1995-03-15'",
+    "DATE '1995-02-30'",
+    "'abc'",
+    "5L",
+    "1.5e0",
+]
+
+
+@pytest.mark.parametrize("text", LITERAL_TYPES)
+def test_literal_types_known_from_their_text_are_sparks(spark: Any, text: str) -> None:
+    """A type pqindex reads off a literal's spelling (and so does not ask Spark for) is the
+    type Spark's parser gives it."""
+    from pqindex.spark import _literal_values
+
+    known = _literal_values.written_type(text)
+    unknown = ("- 2147483648", "99999999999999999999", "'abc'", "5L", "1.5e0", "DATE '1995-02-30'")
+    if text in unknown:
+        assert known is None
+        return
+    assert known is not None
+    assert spark.range(1).selectExpr(f"{text} AS c").schema[0].dataType == known

@@ -4,7 +4,8 @@ Where Spark's own pushed filters are out of reach (a Spark Connect session, or a
 Spark cannot read), the condition is read on the client (``_sql`` for text, ``_column`` for
 a Connect ``Column``) and nothing of that reading is trusted until Spark confirms it:
 
-1. Spark types each literal (an analysis of ``SELECT <literals>``).
+1. Spark types each literal (an analysis of ``SELECT <literals>``), but for those whose type
+   their spelling fixes (``_literal_values.written_type``: integers, decimals, dates).
 2. The reading is rendered back with every literal cast to the type of the column it is
    compared with, and Spark must analyse the rendering to the same plan as the caller's
    condition (``DataFrame.sameSemantics``). That one check proves the structure (operator
@@ -188,8 +189,16 @@ class _Check:
     def _literal_types(self) -> list[T.DataType]:
         if not self.condition.literals:
             return []
-        literals = [self._literal(i, None) for i in range(len(self.condition.literals))]
-        return [f.dataType for f in self._select(literals).schema.fields]
+        known = [
+            _literal_values.written_type(lit) if self.sql else None
+            for lit in self.condition.literals
+        ]
+        asked = [i for i, t in enumerate(known) if t is None]
+        if asked:
+            exprs = [self._literal(i, None) for i in asked]
+            for i, f in zip(asked, self._select(exprs).schema.fields, strict=True):
+                known[i] = f.dataType
+        return [t for t in known if t is not None]
 
     def _coerce(self, nodes: list[Node], literal_types: list[T.DataType]) -> Casts:
         """How each comparison is expected to be typed (``_coercion.common_type``); a

@@ -7,6 +7,11 @@ types Spark's analysis gave: an integer, a decimal with a point, a string in sin
 with no escapes, ``DATE 'yyyy-mm-dd'``, each cast to a type that holds it exactly. Anything
 else (overflow, rounding, escapes, other spellings, timestamps with their time zones) is
 ``UNKNOWN`` and left to Spark.
+
+The same holds of the literal's own type where the grammar fixes it (``written_type``): an
+integer is INT, else BIGINT, a number with a point a DECIMAL of its digits, ``DATE '...'`` a
+DATE, whatever the session's settings. Strings are not among them: their collation is the
+session's default.
 """
 
 from __future__ import annotations
@@ -54,6 +59,39 @@ def value(literal: Any, literal_type: T.DataType, target: T.DataType | None) -> 
         # Strings and dates only as their own type: other casts parse or format them.
         return written if target is None or target == literal_type else UNKNOWN
     return UNKNOWN
+
+
+def written_type(literal: Any) -> T.DataType | None:
+    """The type Spark's parser gives the SQL text ``literal``, where only its spelling
+    decides it; None for anything else (Spark is asked). A wrong answer costs pruning, not
+    rows: the rendering cast by these types must still analyse as the caller's condition."""
+    if not isinstance(literal, str):
+        return None
+    text = literal.strip()
+    if m := _INTEGER.match(text):
+        v = int(m.group(1) + m.group(2))
+        # A signed number may parse as a negated literal: at the edge of a type the two
+        # readings differ (-2147483648 as INT, or 2147483648 negated as BIGINT).
+        if v in (-(2**31), -(2**63)):
+            return None
+        if -(2**31) <= v < 2**31:
+            return T.IntegerType()
+        return T.LongType() if -(2**63) <= v < 2**63 else None
+    if m := _DECIMAL.match(text):
+        d = Decimal(m.group(1) + m.group(2))
+        _, digits, exponent = d.as_tuple()
+        if not isinstance(exponent, int):
+            return None
+        scale = -exponent
+        # Java's BigDecimal precision: the unscaled value's digits (one for zero).
+        unscaled = int("".join(map(str, digits)) or "0")
+        precision = max(len(str(unscaled)), scale)
+        return T.DecimalType(precision, scale) if precision <= 38 else None
+    if text.lower() in ("true", "false"):
+        return T.BooleanType()
+    if (m := _DATE.match(text)) and _written(text, T.DateType()) is not UNKNOWN:
+        return T.DateType()
+    return None
 
 
 def _written(literal: Any, literal_type: T.DataType) -> Any:

@@ -46,7 +46,7 @@ from pqindex.spark._metrics import (
     with_null_counters,
 )
 from pqindex.spark._predicate import translate_all
-from pqindex.spark._session import default_parallelism, is_connect
+from pqindex.spark._session import default_parallelism, empty_frame, is_connect
 from pqindex.spark._sql import tokenize
 from pqindex.spark._storage import is_remote, storage_options_for
 from pqindex.spark._units import balanced_groups, ipc_bytes, task_read_ahead
@@ -239,7 +239,7 @@ class SparkScan:
                 return None, None
         else:
             schema = _nullable(from_arrow_schema(pa.schema(probe)))
-        base = self._spark.createDataFrame([], schema)
+        base = empty_frame(self._spark, schema)
         if where is None:
             return probe, base
         confirmed = _client_filters.pushed_filters(base, where)
@@ -323,7 +323,7 @@ class SparkScan:
             return self._sparks_own_read()
         if self._units.num_rows == 0:
             self.read_by = "nowhere"
-            return self._spark.createDataFrame([], self._read_schema)
+            return empty_frame(self._spark, self._read_schema)
         if self.on_driver:
             df = self._read_on_driver()
             if df is not None:
@@ -385,7 +385,7 @@ class SparkScan:
             return None
         batches = [conform(b, target) for b in table.to_batches()]
         if not batches:
-            return self._spark.createDataFrame([], self._read_schema)
+            return empty_frame(self._spark, self._read_schema)
         # The Spark schema says what Arrow cannot: a naive timestamp is TIMESTAMP_NTZ.
         table = pa.Table.from_batches(batches, schema=target)
         return self._spark.createDataFrame(table, schema=self._read_schema)

@@ -45,3 +45,20 @@ def functions(spark: Any) -> Any:
     from pyspark.sql import functions as classic_functions
 
     return classic_functions
+
+
+def empty_frame(spark: Any, schema: Any) -> Any:
+    """An empty DataFrame of ``schema``: the base conditions are analysed against, and the
+    result of a read that matches nothing. On a classic session it is a local relation made
+    in the JVM (``createDataFrame([], schema)`` there parallelises an empty RDD, several
+    times the cost of the analyses it serves); on Connect the client builds one anyway."""
+    if is_connect(spark):
+        return spark.createDataFrame([], schema)
+    from pyspark.sql.classic.dataframe import DataFrame
+
+    session = spark._jsparkSession
+    rows = spark._jvm.java.util.ArrayList()
+    jdf = session.createDataFrame(rows, session.parseDataType(schema.json()))
+    df = DataFrame(jdf, spark)
+    df._schema = schema
+    return df
