@@ -10,7 +10,6 @@
 use std::fs::File;
 use std::io::Read;
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::sync::{Arc, RwLock};
 
 use bytes::{Buf, Bytes};
@@ -20,6 +19,7 @@ use parquet::file::reader::{ChunkReader, Length};
 use crate::error::{Error, Result};
 use crate::io::coalesce::{coalesce_ranges, coalesce_to};
 use crate::io::object::{self, ObjectLocation};
+use crate::io::pread;
 use crate::io::{FileIdentity, IoStats};
 
 #[derive(Debug, Clone)]
@@ -272,8 +272,7 @@ impl StorageFile {
         let length = (range.end - range.start) as usize;
         let bytes = match &self.backend {
             Backend::Local(file) => {
-                let mut buf = vec![0u8; length];
-                file.read_exact_at(&mut buf, range.start)
+                let buf = pread::read_exact_at(file, range.start, length)
                     .map_err(|e| Error::io(self.path(), e))?;
                 Bytes::from(buf)
             }

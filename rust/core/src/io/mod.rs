@@ -6,6 +6,7 @@ pub mod coalesce;
 pub mod file;
 pub mod identity;
 pub mod object;
+pub mod pread;
 pub mod range_cache;
 
 pub use file::{FileHandle, StorageFile};
