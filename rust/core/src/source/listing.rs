@@ -4,6 +4,7 @@
 //! `.part-0.crc`), at any depth. A table format's directory is refused rather than read as
 //! loose files: its data files include removed and uncommitted ones.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use arrow_schema::Field;
@@ -12,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::io::{object, FileIdentity};
 use crate::predicate::value::Value;
 use crate::source::partition::{infer_partitions, parse_hive_segment};
+use crate::source::watched::{self, Watch};
 
 #[derive(Debug, Clone)]
 pub struct SourceFile {
@@ -105,8 +107,11 @@ pub fn list_source_or_table(paths: &[String]) -> Result<Listing> {
                 }
                 return Ok(table_listing(format, 0));
             }
-            let mut files = Vec::new();
-            walk(path, path, &mut files)?;
+            let files = watched::listing(path, |watch| {
+                let mut files = Vec::new();
+                let plain = walk(path, path, &mut files, watch)?;
+                Ok((files, plain))
+            })?;
             if files.is_empty() {
                 return Err(Error::Source(format!(
                     "{p}: no data files below this directory (names starting with '_' or '.' are skipped)"
@@ -270,12 +275,16 @@ fn is_hidden(name: &str) -> bool {
     name.starts_with('_') || name.starts_with('.')
 }
 
-/// Files below `dir` in name order, with the directory names between `root` and each.
-fn walk(
+/// Files below `dir` in name order, with the directory names between `root` and each;
+/// `watch` is told of each directory before it is read. Whether every entry is a plain
+/// file or directory of one name (no symlink, no hard link).
+pub(crate) fn walk(
     root: &Path,
     dir: &Path,
     out: &mut Vec<(PathBuf, Vec<String>, FileIdentity)>,
-) -> Result<()> {
+    watch: &mut Watch<'_>,
+) -> Result<bool> {
+    let mut plain = watch(dir);
     let shown = dir.to_string_lossy().into_owned();
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| Error::io(&shown, e))?
@@ -303,14 +312,16 @@ fn walk(
             entry.metadata()
         }
         .map_err(|e| Error::io(&path.to_string_lossy(), e))?;
+        plain &= !is_link;
         if md.is_dir() {
-            walk(root, &path, out)?;
+            plain &= walk(root, &path, out, watch)?;
         } else if md.is_file() {
+            plain &= md.nlink() == 1;
             let identity = FileIdentity::of_metadata(&path.to_string_lossy(), &md);
             out.push((path, rel_dirs.clone(), identity));
         }
     }
-    Ok(())
+    Ok(plain)
 }
 
 /// The table format of a local directory, if it is a table's.

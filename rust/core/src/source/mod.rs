@@ -3,5 +3,6 @@
 
 pub mod listing;
 pub mod partition;
+pub mod watched;
 
 pub use listing::{list_source, list_source_or_table, SourceFile, TableFormat};
