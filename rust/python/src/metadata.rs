@@ -199,9 +199,10 @@ pub fn set_metadata_cache_capacity(capacity_bytes: usize) {
     global_cache().set_capacity(capacity_bytes);
 }
 
-/// Drop every cached footer and page index, and every catalog read.
+/// Drop every cached footer and page index, every catalog read and every kept listing.
 #[pyfunction]
 pub fn clear_metadata_cache() {
     global_cache().clear();
     Catalog::forget_loaded();
+    pqindex_core::forget_kept_listings();
 }

@@ -74,6 +74,18 @@ pub fn listing(
     Ok(files)
 }
 
+/// Forget every kept listing (the next scan of each lists again, as a new process would).
+pub fn forget() {
+    if let Some(watcher) = watcher() {
+        let mut state = watcher.state();
+        let kept = std::mem::take(&mut state.kept);
+        state.order.clear();
+        for gone in kept.values() {
+            watcher.unwatch(&state, gone);
+        }
+    }
+}
+
 /// A watched directory and how many events it had when a listing was taken.
 #[derive(Clone, Copy)]
 struct Watched {
@@ -290,6 +302,13 @@ mod tests {
     use std::cell::Cell;
     use std::io::Write;
 
+    /// Held by each test: `forget` in one must not drop another's kept listing.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The listing of `root`, and whether it was walked (rather than kept).
     fn list(root: &Path) -> (Vec<(String, u64)>, bool) {
         let walked = Cell::new(false);
@@ -318,6 +337,7 @@ mod tests {
 
     #[test]
     fn a_listing_is_kept_until_a_change_below_it_is_reported() {
+        let _serial = serial();
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         write(&root.join("a.parquet"), b"aaaa");
@@ -329,7 +349,8 @@ mod tests {
         assert_eq!(list(root), (first.clone(), false), "kept: nothing changed");
 
         // Every kind of change is reported, in the root and in a subdirectory.
-        let changes: Vec<(&str, Box<dyn Fn()>)> = vec![
+        type Change<'a> = (&'a str, Box<dyn Fn() + 'a>);
+        let changes: Vec<Change<'_>> = vec![
             (
                 "appended",
                 Box::new(|| {
@@ -379,7 +400,19 @@ mod tests {
     }
 
     #[test]
+    fn forgotten_listings_are_listed_again() {
+        let _serial = serial();
+        let dir = tempfile::tempdir().unwrap();
+        write(&dir.path().join("a.parquet"), b"a");
+        list(dir.path());
+        assert!(!list(dir.path()).1);
+        forget();
+        assert!(list(dir.path()).1);
+    }
+
+    #[test]
     fn a_root_that_names_another_directory_now_is_listed_again() {
+        let _serial = serial();
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("data");
         std::fs::create_dir(&root).unwrap();
@@ -400,6 +433,7 @@ mod tests {
 
     #[test]
     fn listings_with_symlinks_or_hard_links_are_never_kept() {
+        let _serial = serial();
         let dir = tempfile::tempdir().unwrap();
         let elsewhere = tempfile::tempdir().unwrap();
         write(&elsewhere.path().join("t.parquet"), b"t");
