@@ -2,7 +2,7 @@
 reading every footer, the catalog's size and build time, and the whole lookup against the
 peers on the same files.
 
-    python benches/catalog.py [--files 10000] [--runs 5] [--data-dir /tmp/pqindex-bench]
+    python benches/catalog.py [--files 10000] [--runs 5] [--catalog-only] [--data-dir DIR]
         [--out benches/results]
 
 The dataset is TPC-H lineitem SF1 (``compare.py`` builds ``sf1/raw``) split in file order
@@ -61,6 +61,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--catalog-only",
+        action="store_true",
+        help="pqindex with the catalog only: no every-footer planning, no peers",
+    )
     parser.add_argument("--data-dir", default="/tmp/pqindex-bench")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"))
     args = parser.parse_args()
@@ -102,7 +107,10 @@ def main() -> None:
     }
     for name, where in queries.items():
         entry: dict[str, Any] = {"where": where}
-        for label, use in (("catalog", True), ("footers", False)):
+        labels = (
+            (("catalog", True),) if args.catalog_only else (("catalog", True), ("footers", False))
+        )
+        for label, use in labels:
 
             def plan(use: bool = use, where: str = where) -> Any:
                 return pqindex.scan(root, where=where, catalog=use)
@@ -115,8 +123,10 @@ def main() -> None:
             total_s, (table, m) = timed(args.runs, lookup, pqindex.clear_metadata_cache)
             pqindex.clear_metadata_cache()
             warm_s, _ = timed(args.runs, lookup, lambda: None)
+            warm_plan_s, _ = timed(args.runs, plan, lambda: None)
             entry[label] = {
                 "plan_seconds": plan_s,
+                "warm_plan_seconds": warm_plan_s,
                 "seconds": total_s,
                 "warm_seconds": warm_s,
                 "rows": table.num_rows,
@@ -126,14 +136,17 @@ def main() -> None:
             }
             print(
                 f"{name} [{label}]: plan {plan_s * 1e3:.1f} ms, lookup {total_s * 1e3:.1f} ms "
-                f"(warm {warm_s * 1e3:.1f} ms), "
+                f"(warm {warm_s * 1e3:.1f} ms, warm plan {warm_plan_s * 1e3:.2f} ms), "
                 f"{m['bytes_read']:,} B, {m['footers_read']} footers read, "
                 f"{m['files_pruned_by_catalog']} files pruned by the catalog",
                 flush=True,
             )
         query = compare.Query(name, None, None)
         peers: dict[str, Any] = {}
-        for engine in (compare.Duckdb(), compare.Datafusion(), compare.Polars()):
+        engines = (
+            () if args.catalog_only else (compare.Duckdb(), compare.Datafusion(), compare.Polars())
+        )
+        for engine in engines:
             engine.open(root, f"files{args.files}")
             sql_query = _with_where(query, where)
             run = engine.prepare(sql_query)
@@ -142,9 +155,10 @@ def main() -> None:
             assert r.table.num_rows == entry["catalog"]["rows"], (engine.name, name)
             print(f"  {engine.name}: {seconds * 1e3:.1f} ms", flush=True)
         entry["peers"] = peers
-        fastest = min(p["seconds"] for p in peers.values())
-        entry["speedup_vs_fastest"] = fastest / entry["catalog"]["seconds"]
-        entry["warm_speedup_vs_fastest"] = fastest / entry["catalog"]["warm_seconds"]
+        if peers:
+            fastest = min(p["seconds"] for p in peers.values())
+            entry["speedup_vs_fastest"] = fastest / entry["catalog"]["seconds"]
+            entry["warm_speedup_vs_fastest"] = fastest / entry["catalog"]["warm_seconds"]
         results["queries"][name] = entry
 
     out = Path(args.out)
@@ -170,22 +184,28 @@ def markdown(r: dict[str, Any]) -> str:
         "Cold: the process's metadata cache (footers and catalogs) cleared before each run, as "
         "in a new process; warm: kept between runs.",
         "",
-        "| query | planning | cold plan ms | cold lookup ms | warm lookup ms | footers read "
-        "(cold) | files pruned by the catalog | bytes read (cold) | rows |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| query | planning | cold plan ms | cold lookup ms | warm plan ms | warm lookup ms "
+        "| footers read (cold) | files pruned by the catalog | bytes read (cold) | rows |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, q in r["queries"].items():
         for label in ("catalog", "footers"):
+            if label not in q:
+                continue
             x = q[label]
+            warm_plan = x.get("warm_plan_seconds")
             lines.append(
                 f"| {name} | {'with the catalog' if label == 'catalog' else 'every footer'} | "
                 f"{x['plan_seconds'] * 1e3:.1f} | {x['seconds'] * 1e3:.1f} | "
+                f"{'n/a' if warm_plan is None else f'{warm_plan * 1e3:.2f}'} | "
                 f"{x['warm_seconds'] * 1e3:.1f} | "
                 f"{x['footers_read']:,} | {x['files_pruned_by_catalog']:,} | "
                 f"{x['bytes_read']:,} | {x['rows']} |"
             )
-    lines += ["", "Peers on the same files (warm), ms:", ""]
     names = list(next(iter(r["queries"].values()))["peers"])
+    if not names:
+        return "\n".join(lines) + "\n"
+    lines += ["", "Peers on the same files (warm), ms:", ""]
     lines += [
         "| query | "
         + " | ".join(names)

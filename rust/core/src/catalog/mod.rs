@@ -452,13 +452,17 @@ impl Catalog {
 
     /// Whether the file of `entry` may hold a row satisfying `leaf` (on a column of
     /// `physical` type), by the file-level bounds and null count the catalog keeps;
-    /// `true` when it keeps none for the column.
+    /// `true` when it keeps none for the column, `false` for a file without rows.
     pub fn bounds_may_match(
         &self,
         entry: &CatalogEntry,
         leaf: &Predicate,
         physical: parquet::basic::Type,
     ) -> bool {
+        // An empty file (Spark writes them for empty partitions) matches nothing.
+        if entry.num_rows == 0 {
+            return false;
+        }
         let Some(col) = leaf.column() else {
             return true;
         };
@@ -684,7 +688,8 @@ pub fn summarise(
         ino: id.ino,
         ctime_ns: id.ctime_ns,
         etag: id.etag.clone(),
-        num_rows: md.file_metadata().num_rows(),
+        // The rows its row groups hold (what a reader reads), not the footer's own claim.
+        num_rows: md.row_groups().iter().map(|rg| rg.num_rows()).sum(),
         num_row_groups: md.num_row_groups() as i32,
         footer: Bytes::from(footer),
         columns: summaries,
@@ -753,6 +758,25 @@ mod tests {
         // An IN list keeps only the files a value may be in.
         let s = scan(&root, "k IN (1500, 5000)");
         assert_eq!(s.metric("files_pruned_by_catalog"), Some(2));
+    }
+
+    #[test]
+    fn a_catalog_rules_out_empty_files_of_any_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        write_file(
+            dir.path(),
+            "part-empty.parquet",
+            vec![("k", int64s(0..0))],
+            Layout::default(),
+        );
+        let cache = MetadataCache::new(1 << 24);
+        Catalog::build(&root, &columns(), &cache, &|_, _| Ok(())).unwrap();
+        // The empty file has no bounds to rule it out by.
+        let s = scan(&root, "k = 1500");
+        assert_eq!(s.metric("files_pruned_by_catalog"), Some(3));
+        assert_eq!(s.metric("footers_from_catalog"), Some(1));
+        assert_eq!(keys(s.stream()), vec![1500]);
     }
 
     #[test]
