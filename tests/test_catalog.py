@@ -141,6 +141,37 @@ def test_files_added_rewritten_or_deleted_after_the_build_are_still_right(
     assert table.num_rows > 0
 
 
+def test_a_change_made_by_a_forked_child_reaches_the_parents_kept_listing(
+    dataset: Path,
+) -> None:
+    """A directory's listing is kept while the kernel reports no change below it. A child
+    forked from the scanning process (multiprocessing's default on Linux) inherits the
+    report queue; it must not read the reports of its own change away from the parent."""
+    pqindex.Catalog.build(dataset, ["k"])
+    pqindex.clear_metadata_cache()
+
+    def rows() -> int:
+        return pqindex.scan(dataset, where="k = 2000").to_arrow().num_rows
+
+    assert rows() == 1
+    assert rows() == 1  # now from the kept listing
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        code = 1
+        try:
+            time.sleep(0.01)
+            pq.write_table(part(5), dataset / "part-0004.parquet", write_page_index=True)
+            pqindex.scan(dataset, where="k = 2000").to_arrow()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # Part 4 (keys 2000-2499) now holds part 5's keys.
+    assert rows() == 0
+    assert pqindex.scan(dataset, where="k = 2600").to_arrow().num_rows == 2
+
+
 def test_refresh_is_incremental(dataset: Path, duckdb_con: Any) -> None:
     first = pqindex.Catalog.build(dataset, ["s"], bloom=["s"])
     write_part(dataset, 999, name="part-added.parquet")

@@ -115,9 +115,13 @@ struct State {
 struct Watcher {
     fd: OwnedFd,
     state: Mutex<State>,
+    /// The process that made it.
+    pid: u32,
 }
 
-/// The process's inotify instance; None where the kernel offers none.
+/// The process's inotify instance; None where the kernel offers none, and in a child
+/// forked from the process that made it: both would read events from one queue, and each
+/// would miss the events the other took.
 fn watcher() -> Option<&'static Watcher> {
     static WATCHER: OnceLock<Option<Watcher>> = OnceLock::new();
     WATCHER
@@ -129,9 +133,11 @@ fn watcher() -> Option<&'static Watcher> {
                 // SAFETY: `fd` is a fresh descriptor owned from here on.
                 fd: unsafe { OwnedFd::from_raw_fd(fd) },
                 state: Mutex::new(State::default()),
+                pid: std::process::id(),
             })
         })
         .as_ref()
+        .filter(|w| w.pid == std::process::id())
 }
 
 impl Watcher {
