@@ -143,14 +143,37 @@ impl HeldFiles {
 pub struct FilePlan {
     pub units: Vec<ScanUnit>,
     pub metrics: Metrics,
-    /// One line for `explain()`.
-    pub summary: String,
+    /// What `explain()` says of the file.
+    pub summary: Summary,
     /// Indexes and catalog entries that could not be used, and why.
     pub warnings: Vec<String>,
 }
 
+/// What `explain()` says of a file after its path, formatted only for the files it shows:
+/// most files of a large dataset are ruled out, and a string each cost more than ruling
+/// them out from a catalog.
+#[derive(Debug, Default)]
+pub enum Summary {
+    #[default]
+    None,
+    /// Ruled out by the named source of evidence.
+    PrunedBy(&'static str),
+    Text(String),
+}
+
+impl Summary {
+    /// The `explain()` line of the file at `path`.
+    pub fn line(&self, path: &str) -> String {
+        match self {
+            Summary::None => path.to_string(),
+            Summary::PrunedBy(what) => format!("{path}: pruned by {what}"),
+            Summary::Text(text) => format!("{path}: {text}"),
+        }
+    }
+}
+
 impl FilePlan {
-    fn pruned(metrics: Metrics, summary: String, warnings: Vec<String>) -> FilePlan {
+    fn pruned(metrics: Metrics, summary: Summary, warnings: Vec<String>) -> FilePlan {
         metrics.files_pruned.set(1);
         FilePlan {
             units: Vec::new(),
@@ -170,7 +193,7 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
     // 1. Partition values.
     let Some(predicate) = with_partition_values(f, ctx.predicate) else {
         m.files_pruned_by_partition.set(1);
-        let summary = format!("{}: pruned by {}", f.path, Source::Partition.what());
+        let summary = Summary::PrunedBy(Source::Partition.what());
         return Ok(FilePlan::pruned(m, summary, warnings));
     };
     let pred = predicate.as_deref();
@@ -187,7 +210,7 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
         .filter(|p| **p != Predicate::Const(Some(true)));
     m.row_groups.set(md.num_row_groups() as u64);
     if matches!(pred, Some(Predicate::Const(_))) {
-        let summary = format!("{}: no row can match (columns it lacks are NULL)", f.path);
+        let summary = Summary::Text("no row can match (columns it lacks are NULL)".into());
         return Ok(FilePlan::pruned(m, summary, warnings));
     }
     let rows = md
@@ -225,7 +248,7 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
                     record_report(&m, &report, &mut warnings);
                     m.files_pruned_by_index.set(1);
                     let used = report.used.join(" and ");
-                    let summary = format!("{}: pruned by embedded {used} index", f.path);
+                    let summary = Summary::Text(format!("pruned by embedded {used} index"));
                     return Ok(FilePlan::pruned(m, summary, warnings));
                 }
             }
@@ -318,10 +341,7 @@ fn described(
                 Source::TableStats => m.files_pruned_by_table_stats.set(1),
                 _ => m.files_pruned_by_catalog.set(1),
             }
-            return Ok(Description::Pruned(format!(
-                "{path}: pruned by {}",
-                source.what()
-            )));
+            return Ok(Description::Pruned(Summary::PrunedBy(source.what())));
         }
         answered = answered_columns(p, described.as_ref());
     }
@@ -350,7 +370,7 @@ fn described(
 /// What stage 2 concluded about a file.
 enum Description {
     /// Ruled out, with the summary to report.
-    Pruned(String),
+    Pruned(Summary),
     /// Kept; `answered` lists the leaf columns whose every `=`/`IN` leaf the description's
     /// own filters already answered for the whole file.
     Kept { answered: Vec<usize> },
@@ -642,7 +662,6 @@ fn units_of(
     mut warnings: Vec<String>,
     columns: Option<Arc<ColumnMap>>,
 ) -> Result<FilePlan> {
-    let path = f.path;
     if let Some(r) = &report {
         record_report(&m, r, &mut warnings);
     }
@@ -710,8 +729,8 @@ fn units_of(
             m.rows_pruned_by_index.get()
         )
     };
-    let summary = format!(
-        "{path}: {} row groups, {} pruned by statistics, {} by bloom filters{by_index}, {} by page index; {} rows selected{}",
+    let summary = Summary::Text(format!(
+        "{} row groups, {} pruned by statistics, {} by bloom filters{by_index}, {} by page index; {} rows selected{}",
         m.row_groups.get(),
         m.row_groups_pruned_by_stats.get(),
         m.row_groups_pruned_by_bloom.get(),
@@ -722,7 +741,7 @@ fn units_of(
         } else {
             ""
         }
-    );
+    ));
     Ok(FilePlan {
         units,
         metrics: m,
@@ -945,7 +964,8 @@ mod tests {
         let p = plan_with(&path, "k = 42", Some(&NoFortyTwo));
         assert_eq!(p.metrics.files_pruned_by_catalog.get(), 1);
         assert_eq!(p.metrics.footers_read.get(), 0, "the file was not opened");
-        assert!(p.summary.contains("catalog"), "{}", p.summary);
+        let line = p.summary.line(&path);
+        assert!(line.contains("catalog"), "{line}");
         // A leaf it cannot rule out keeps the file; without a footer from the catalog, the
         // file's own is read.
         let p = plan_with(&path, "k = 43", Some(&NoFortyTwo));

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use crate::query::scan::Scan;
 
 /// Per-file lines shown before "... more files".
-const FILES_SHOWN: usize = 20;
+pub(crate) const FILES_SHOWN: usize = 20;
 
 impl Scan {
     /// What each pruning level ruled out, and what reading has fetched so far.
@@ -128,14 +128,14 @@ fn explain(scan: &Scan) -> String {
             let _ = writeln!(s, "    ... and {} more", more - logged.len() as u64);
         }
     }
-    for line in scan.summaries.iter().take(FILES_SHOWN) {
+    for line in &scan.summaries {
         let _ = writeln!(s, "    {line}");
     }
-    if scan.summaries.len() > FILES_SHOWN {
+    if scan.files_planned > scan.summaries.len() {
         let _ = writeln!(
             s,
             "    ... {} more files",
-            scan.summaries.len() - FILES_SHOWN
+            scan.files_planned - scan.summaries.len()
         );
     }
     s

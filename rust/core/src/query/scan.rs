@@ -18,6 +18,7 @@ use crate::prune::planner::{
     plan_file, FileCatalog, FileIndexEvidence, FileToPlan, HeldFiles, PlanContext, SchemaAdapter,
 };
 use crate::query::binding::Binding;
+use crate::query::explain::FILES_SHOWN;
 use crate::query::parallel::{default_threads, io_workers, parallel_map};
 use crate::query::stream::{read_ahead, ScanStream};
 use crate::source::{list_source_or_table, SourceFile, TableFormat};
@@ -78,8 +79,10 @@ pub struct Scan {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) predicate: Option<Predicate>,
     pub(crate) where_text: Option<String>,
-    /// One line per planned file for `explain()`.
+    /// The `explain()` lines of the first planned files.
     pub(crate) summaries: Vec<String>,
+    /// Planned files in all (those beyond `summaries` are counted, not described).
+    pub(crate) files_planned: usize,
     /// Indexes planning could not use (damaged, unknown version, not this file's).
     pub(crate) warnings: Vec<String>,
     pub(crate) threads: usize,
@@ -355,9 +358,12 @@ impl Scan {
         let mut units = Vec::new();
         let mut summaries = Vec::new();
         let mut warnings = Vec::new();
-        for p in plans {
+        let files_planned = plans.len();
+        for (p, f) in plans.into_iter().zip(&files) {
             units.extend(p.units);
-            summaries.push(p.summary);
+            if summaries.len() < FILES_SHOWN {
+                summaries.push(p.summary.line(&f.path));
+            }
             warnings.extend(p.warnings);
         }
         metrics.units.set(units.len() as u64);
@@ -368,6 +374,7 @@ impl Scan {
             predicate,
             where_text: opts.predicate.clone(),
             summaries,
+            files_planned,
             warnings,
             threads,
             io,

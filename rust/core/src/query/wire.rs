@@ -525,6 +525,7 @@ impl Scan {
             predicate,
             where_text: opts.predicate.clone(),
             summaries: Vec::new(),
+            files_planned: 0,
             warnings: Vec::new(),
             threads: opts.threads.max(1),
             io,
