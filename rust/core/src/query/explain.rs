@@ -5,9 +5,6 @@ use std::fmt::Write;
 
 use crate::query::scan::Scan;
 
-/// Per-file lines shown before "... more files".
-pub(crate) const FILES_SHOWN: usize = 20;
-
 impl Scan {
     /// What each pruning level ruled out, and what reading has fetched so far.
     pub fn explain(&self) -> String {

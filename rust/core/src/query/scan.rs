@@ -18,7 +18,6 @@ use crate::prune::planner::{
     plan_file, FileCatalog, FileIndexEvidence, FileToPlan, HeldFiles, PlanContext, SchemaAdapter,
 };
 use crate::query::binding::Binding;
-use crate::query::explain::FILES_SHOWN;
 use crate::query::parallel::{default_threads, io_workers, parallel_map};
 use crate::query::stream::{read_ahead, ScanStream};
 use crate::source::{list_source_or_table, SourceFile, TableFormat};
@@ -70,6 +69,9 @@ impl ScanOptions {
         Ok(())
     }
 }
+
+/// Files `explain()` describes one by one before "... more files".
+const FILES_SHOWN: usize = 20;
 
 /// A planned scan. Its rows are read by `stream`.
 pub struct Scan {
