@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pyspark.sql import types as T
 from pyspark.sql.datasource import (
@@ -195,10 +195,11 @@ class _Check:
         ]
         asked = [i for i, t in enumerate(known) if t is None]
         if asked:
-            exprs = [self._literal(i, None) for i in asked]
-            for i, f in zip(asked, self._select(exprs).schema.fields, strict=True):
+            fields = self._select([self._literal(i, None) for i in asked]).schema.fields
+            # One field per literal asked (strict): every gap is filled.
+            for i, f in zip(asked, fields, strict=True):
                 known[i] = f.dataType
-        return [t for t in known if t is not None]
+        return cast(list[T.DataType], known)
 
     def _coerce(self, nodes: list[Node], literal_types: list[T.DataType]) -> Casts:
         """How each comparison is expected to be typed (``_coercion.common_type``); a

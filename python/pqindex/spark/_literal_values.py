@@ -89,7 +89,7 @@ def written_type(literal: Any) -> T.DataType | None:
         return T.DecimalType(precision, scale) if precision <= 38 else None
     if text.lower() in ("true", "false"):
         return T.BooleanType()
-    if (m := _DATE.match(text)) and _written(text, T.DateType()) is not UNKNOWN:
+    if _written(text, T.DateType()) is not UNKNOWN:
         return T.DateType()
     return None
 
