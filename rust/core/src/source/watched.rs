@@ -61,6 +61,7 @@ pub fn listing(
     let overflows = watcher.state().overflows;
     let mut watches = Vec::new();
     let mut watchable = true;
+    // Once one directory cannot be watched, none more is: the listing will not be kept.
     let (files, plain) = walk(&mut |dir| {
         watchable = watchable
             && watches.len() < WATCHES_PER_LISTING
@@ -68,7 +69,7 @@ pub fn listing(
             && watcher.watch(dir).map(|w| watches.push(w)).is_some();
         watchable
     })?;
-    if plain && watchable {
+    if plain {
         watcher.keep(root, root_id, files.clone(), watches, overflows);
     }
     Ok(files)
@@ -81,7 +82,7 @@ pub fn forget() {
         let kept = std::mem::take(&mut state.kept);
         state.order.clear();
         for gone in kept.values() {
-            watcher.unwatch(&state, gone);
+            watcher.release(&mut state, &gone.watches);
         }
     }
 }
@@ -108,6 +109,8 @@ struct State {
     order: Vec<PathBuf>,
     /// Events seen per watch descriptor (any event: the listing is no longer known exact).
     events: HashMap<i32, u64>,
+    /// Kept listings using each watch descriptor; removed from the kernel at none.
+    users: HashMap<i32, usize>,
     /// Times the kernel's event queue overflowed (events were lost: nothing is known).
     overflows: u64,
 }
@@ -210,25 +213,31 @@ impl Watcher {
             watches,
             overflows,
         };
-        if state.kept.insert(root.to_path_buf(), kept).is_none() {
-            state.order.push(root.to_path_buf());
+        for w in &kept.watches {
+            *state.users.entry(w.wd).or_insert(0) += 1;
+        }
+        match state.kept.insert(root.to_path_buf(), kept) {
+            Some(replaced) => self.release(&mut state, &replaced.watches),
+            None => state.order.push(root.to_path_buf()),
         }
         while state.order.len() > KEPT_LISTINGS {
             let oldest = state.order.remove(0);
             if let Some(gone) = state.kept.remove(&oldest) {
-                self.unwatch(&state, &gone);
+                self.release(&mut state, &gone.watches);
             }
         }
     }
 
-    /// Remove the watches of an evicted listing that no kept listing shares.
-    fn unwatch(&self, state: &State, gone: &Kept) {
-        for w in &gone.watches {
-            let shared = state
-                .kept
-                .values()
-                .any(|k| k.watches.iter().any(|o| o.wd == w.wd));
-            if !shared {
+    /// A listing's watches are no longer used by it: remove those no kept listing uses.
+    fn release(&self, state: &mut State, watches: &[Watched]) {
+        for w in watches {
+            let Some(users) = state.users.get_mut(&w.wd) else {
+                continue;
+            };
+            *users -= 1;
+            if *users == 0 {
+                state.users.remove(&w.wd);
+                state.events.remove(&w.wd);
                 // SAFETY: a plain system call on our own descriptor.
                 unsafe { libc::inotify_rm_watch(self.fd.as_raw_fd(), w.wd) };
             }
@@ -403,6 +412,29 @@ mod tests {
             list(root).0,
             [("a.parquet".into(), 5), ("b.parquet".into(), 3)]
         );
+    }
+
+    /// How many kept listings use each watch of the kept listing of `root`.
+    fn users(root: &Path) -> Vec<usize> {
+        let state = watcher().unwrap().state();
+        let kept = &state.kept[root];
+        kept.watches.iter().map(|w| state.users[&w.wd]).collect()
+    }
+
+    #[test]
+    fn a_listing_taken_again_releases_the_watches_of_the_one_it_replaces() {
+        let _serial = serial();
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(&root.join("a.parquet"), b"a");
+        list(root);
+        assert_eq!(users(root), [1]);
+        write(&root.join("b.parquet"), b"b");
+        assert!(list(root).1);
+        assert_eq!(users(root), [1], "the replaced listing's use is released");
+        let wd = watcher().unwrap().state().kept[root].watches[0].wd;
+        forget();
+        assert!(!watcher().unwrap().state().users.contains_key(&wd));
     }
 
     #[test]
