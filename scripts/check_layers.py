@@ -23,6 +23,7 @@ SRC = Path(__file__).resolve().parent.parent / "rust" / "core" / "src"
 #: Top-level module -> layer; higher layers may use lower ones.
 LAYERS: dict[str, int] = {
     "error": 0,
+    "threads": 0,
     "io": 1,
     "metadata": 2,
     "predicate": 3,

@@ -2,11 +2,12 @@
 //! over Parquet, with no Python in sight.
 //!
 //! Layers, each using only those before it (`scripts/check_layers.py` checks it):
-//! `io` (storage), `metadata` (footers, page indexes, schema helpers), `predicate`
-//! (SQL text to a bound predicate, exact evaluation), `source` (listing), `plan` (the
-//! plan's types), `prune` (evidence and the planner), `index` (embedded indexes),
-//! `catalog`, `read` (selected pages, late materialisation), `query` (scan, stream,
-//! units wire form, aggregates) and `write`. `docs/architecture.md` draws them.
+//! `error` and `threads` (workers kept for the process), `io` (storage), `metadata`
+//! (footers, page indexes, schema helpers), `predicate` (SQL text to a bound predicate,
+//! exact evaluation), `source` (listing), `plan` (the plan's types), `prune` (evidence
+//! and the planner), `index` (embedded indexes), `catalog`, `read` (selected pages, late
+//! materialisation), `query` (scan, stream, units wire form, aggregates) and `write`.
+//! `docs/architecture.md` draws them.
 //!
 //! The modules are private; this file re-exports what the Python bindings and the
 //! benches use.
@@ -27,6 +28,7 @@ mod source;
 mod table;
 #[cfg(test)]
 mod testing;
+mod threads;
 mod write;
 
 pub use error::{Error, Result};

@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
+use crate::threads;
 
 /// The machine's cores: the default number of threads of a scan.
 pub fn default_threads() -> usize {
@@ -26,7 +27,7 @@ pub fn parallel_map<I: Sync, T: Send>(
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let results: Vec<Mutex<Option<Result<T>>>> = items.iter().map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|s| {
+    threads::scope(|s| {
         for _ in 0..threads.clamp(1, items.len().max(1)) {
             s.spawn(|| loop {
                 if cancel.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) {

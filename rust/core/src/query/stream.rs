@@ -28,6 +28,7 @@ use crate::io::IoStats;
 use crate::plan::{Metrics, OutputShape, ScanUnit};
 use crate::read::split::{balance, Piece};
 use crate::read::{memory_estimate, read_unit};
+use crate::threads;
 
 /// The read-ahead of a stream whose scan names none, until [`set_read_ahead`] changes it.
 /// With the consumer's own unit, the batch it holds and what each thread's allocator
@@ -261,7 +262,7 @@ impl ScanStream {
                 );
                 // A worker that cannot start drops its channels' senders, and the
                 // consumer reports the units as lost.
-                let _ = std::thread::Builder::new().spawn(move || loop {
+                let _ = threads::spawn(move || loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= units.len() {
                         return;

@@ -34,6 +34,7 @@ use crate::plan::RowRanges;
 use crate::read::byte_ranges;
 use crate::read::dictionary::selected_pages;
 use crate::read::predicate_first::{mismatch, predicate_pass, slices, Batches, Matched, Unit};
+use crate::threads;
 
 /// Most selected rows (before the predicate) a unit may have to be read this way.
 pub const MAX_ROWS: u64 = 1 << 17;
@@ -148,7 +149,7 @@ pub(super) fn read<F: ChunkReader + Clone + Send + 'static>(
     shares: Shares,
 ) -> Result<Batches> {
     let Shares { own, spare } = shares;
-    let (matched, own_part, spare_parts) = std::thread::scope(|s| {
+    let (matched, own_part, spare_parts) = threads::scope(|s| {
         let unit = &unit;
         let spawn = |share: &Share, selection: Option<RowSelection>| {
             let roots = share.roots.clone();
@@ -216,7 +217,7 @@ pub(super) fn read<F: ChunkReader + Clone + Send + 'static>(
 
 /// A spare thread's result; its panic (damaged pages can make a decoder panic) as an
 /// error.
-fn joined(handle: std::thread::ScopedJoinHandle<'_, Result<RecordBatch>>) -> Result<RecordBatch> {
+fn joined(handle: threads::ScopedJoinHandle<'_, Result<RecordBatch>>) -> Result<RecordBatch> {
     handle.join().unwrap_or_else(|panic| {
         Err(ArrowError::ParquetError(format!("corrupt pages: {}", panic_message(&*panic))).into())
     })
