@@ -115,7 +115,7 @@ pub struct Catalog {
     pub columns: Vec<CatalogColumn>,
     pub entries: HashMap<String, Arc<CatalogEntry>>,
     /// The same entries by their path joined to the root, as listings name files.
-    by_path: HashMap<String, Arc<CatalogEntry>>,
+    by_path: HashMap<String, Arc<CatalogEntry>, foldhash::fast::RandomState>,
     /// Bloom filters decoded on first use, by (path, column index).
     blooms: Arc<std::sync::Mutex<BloomCache>>,
 }
@@ -469,7 +469,7 @@ impl Catalog {
         let Some(i) = self
             .columns
             .iter()
-            .position(|c| c.name.eq_ignore_ascii_case(&col.name))
+            .position(|c| c.name.len() == col.name.len() && c.name.eq_ignore_ascii_case(&col.name))
         else {
             return true;
         };
@@ -522,10 +522,9 @@ impl Catalog {
 
     /// The bloom filter of column `name` for the file of `entry`, decoded once.
     fn bloom(&self, entry: &CatalogEntry, name: &str) -> Option<Arc<Sbbf>> {
-        let i = self
-            .columns
-            .iter()
-            .position(|c| c.name.eq_ignore_ascii_case(name) && c.bloom)?;
+        let i = self.columns.iter().position(|c| {
+            c.bloom && c.name.len() == name.len() && c.name.eq_ignore_ascii_case(name)
+        })?;
         let mut cache = self.blooms.lock().unwrap_or_else(|e| e.into_inner());
         cache
             .entry((entry.path.clone(), i))

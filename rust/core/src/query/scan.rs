@@ -332,19 +332,36 @@ impl Scan {
             adapter: table.map(|t| &t.columns as &dyn SchemaAdapter),
         };
         let planners = if remote { io_workers(threads) } else { threads };
-        let plans = parallel_map(&files, planners.min(files.len()), cancel, |f| {
-            let file = FileToPlan {
-                path: &f.path,
-                identity: &f.identity,
-                partition_values: &f.partition_values,
-                deleted: f.deleted.as_deref().map(Vec::as_slice),
-            };
-            plan_file(&file, &ctx)
-        })?;
+        // Local files are planned in chunks, each folded on its thread: a file ruled out
+        // leaves nothing behind but its counters, so 100,000 of them cost no result to
+        // keep and copy. A remote file waits on requests: one a chunk.
+        let per_chunk = if remote {
+            1
+        } else {
+            (files.len() / (planners * 8)).clamp(1, 256)
+        };
+        let chunks: Vec<(usize, &[SourceFile])> = files
+            .chunks(per_chunk)
+            .enumerate()
+            .map(|(i, c)| (i * per_chunk, c))
+            .collect();
+        let planned = parallel_map(
+            &chunks,
+            planners.min(chunks.len()),
+            cancel,
+            |(at, chunk)| plan_chunk(*at, chunk, &ctx, cancel),
+        )?;
         let metrics = Arc::new(Metrics::default());
-        for p in &plans {
+        let mut units = Vec::new();
+        let mut summaries = Vec::new();
+        let mut warnings = Vec::new();
+        for p in planned {
             metrics.add(&p.metrics);
+            units.extend(p.units);
+            summaries.extend(p.summaries);
+            warnings.extend(p.warnings);
         }
+        let files_planned = files.len();
         // The first footer was read before planning, which then found it in the cache.
         let m = &metrics;
         if first.as_ref().is_some_and(|(_, hit)| !hit) && m.footer_cache_hits.get() > 0 {
@@ -357,17 +374,6 @@ impl Scan {
         m.footers_read.add(moved);
         m.footer_cache_hits.set(m.footer_cache_hits.get() - moved);
         m.page_indexes_read.add(warm_indexes);
-        let mut units = Vec::new();
-        let mut summaries = Vec::new();
-        let mut warnings = Vec::new();
-        let files_planned = plans.len();
-        for (p, f) in plans.into_iter().zip(&files) {
-            units.extend(p.units);
-            if summaries.len() < FILES_SHOWN {
-                summaries.push(p.summary.line(&f.path));
-            }
-            warnings.extend(p.warnings);
-        }
         metrics.units.set(units.len() as u64);
         Ok(Scan {
             shape,
@@ -455,6 +461,45 @@ fn now_ns() -> i128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i128)
+}
+
+/// What planning a run of consecutive files left: their units and warnings in file order,
+/// `explain()` lines of those among the first `FILES_SHOWN`, and their counters summed.
+#[derive(Default)]
+struct PlannedChunk {
+    units: Vec<ScanUnit>,
+    summaries: Vec<String>,
+    warnings: Vec<String>,
+    metrics: Metrics,
+}
+
+/// Plan `chunk`, the files from position `at` on, one after the other.
+fn plan_chunk(
+    at: usize,
+    chunk: &[SourceFile],
+    ctx: &PlanContext,
+    cancel: &AtomicBool,
+) -> Result<PlannedChunk> {
+    let mut planned = PlannedChunk::default();
+    for (i, f) in chunk.iter().enumerate() {
+        if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Error::Cancelled);
+        }
+        let file = FileToPlan {
+            path: &f.path,
+            identity: &f.identity,
+            partition_values: &f.partition_values,
+            deleted: f.deleted.as_deref().map(Vec::as_slice),
+        };
+        let p = plan_file(&file, ctx)?;
+        planned.metrics.add(&p.metrics);
+        planned.units.extend(p.units);
+        planned.warnings.extend(p.warnings);
+        if at + i < FILES_SHOWN {
+            planned.summaries.push(p.summary.line(&f.path));
+        }
+    }
+    Ok(planned)
 }
 
 #[cfg(test)]

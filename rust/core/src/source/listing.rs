@@ -117,8 +117,8 @@ pub fn list_source_or_table(paths: &[String]) -> Result<Listing> {
                     "{p}: no data files below this directory (names starting with '_' or '.' are skipped)"
                 )));
             }
-            for (file, rel_dirs, identity) in files {
-                identities.push(identity);
+            for (file, rel_dirs, identity) in files.iter() {
+                identities.push(identity.clone());
                 let parts = if single_dir {
                     rel_dirs
                         .iter()

@@ -25,7 +25,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::Result;
 use crate::io::FileIdentity;
@@ -48,12 +48,12 @@ const WATCHES_PER_LISTING: usize = 4096;
 pub fn listing(
     root: &Path,
     walk: impl FnOnce(&mut Watch<'_>) -> Result<(Vec<Walked>, bool)>,
-) -> Result<Vec<Walked>> {
+) -> Result<Arc<Vec<Walked>>> {
     let Some(watcher) = watcher() else {
-        return walk(&mut |_| false).map(|(files, _)| files);
+        return walk(&mut |_| false).map(|(files, _)| Arc::new(files));
     };
     let Some(root_id) = dir_id(root) else {
-        return walk(&mut |_| false).map(|(files, _)| files);
+        return walk(&mut |_| false).map(|(files, _)| Arc::new(files));
     };
     if let Some(files) = watcher.kept(root, root_id) {
         return Ok(files);
@@ -69,6 +69,7 @@ pub fn listing(
             && watcher.watch(dir).map(|w| watches.push(w)).is_some();
         watchable
     })?;
+    let files = Arc::new(files);
     if plain {
         watcher.keep(root, root_id, files.clone(), watches, overflows);
     }
@@ -96,7 +97,8 @@ struct Watched {
 
 struct Kept {
     root_id: (u64, u64),
-    files: Vec<Walked>,
+    /// Shared with the scans that use it: 100,000 paths are not copied per scan.
+    files: Arc<Vec<Walked>>,
     watches: Vec<Watched>,
     /// `State::overflows` when the listing was taken.
     overflows: u64,
@@ -175,7 +177,7 @@ impl Watcher {
     }
 
     /// The kept listing of `root`, if nothing was reported below it since it was taken.
-    fn kept(&self, root: &Path, root_id: (u64, u64)) -> Option<Vec<Walked>> {
+    fn kept(&self, root: &Path, root_id: (u64, u64)) -> Option<Arc<Vec<Walked>>> {
         let mut state = self.state();
         self.drain(&mut state);
         let kept = state.kept.get(root)?;
@@ -194,7 +196,7 @@ impl Watcher {
         &self,
         root: &Path,
         root_id: (u64, u64),
-        files: Vec<Walked>,
+        files: Arc<Vec<Walked>>,
         watches: Vec<Watched>,
         overflows: u64,
     ) {
@@ -335,7 +337,7 @@ mod tests {
         })
         .unwrap();
         let files = files
-            .into_iter()
+            .iter()
             .map(|(p, _, id)| {
                 (
                     p.file_name().unwrap().to_string_lossy().into_owned(),
