@@ -398,7 +398,7 @@ pub fn list_files(
     configure_storage(&source.0, storage_options.as_ref())?;
     let paths = source.0;
     let listing = run_blocking(py, move |_| pqindex_core::list_source(&paths))?.py()?;
-    Ok(listing.files.into_iter().map(|f| f.path).collect())
+    Ok(listing.files.iter().map(|f| f.path.clone()).collect())
 }
 
 /// Bound what a scan's stream holds for row groups ahead of the consumer (fetched pages

@@ -423,7 +423,7 @@ impl Catalog {
     pub fn freshness(&self) -> Result<(u64, u64, u64, u64)> {
         let listing = list_source(&[self.root.to_string_lossy().into_owned()])?;
         let (mut fresh, mut changed, mut added) = (0, 0, 0);
-        for f in &listing.files {
+        for f in listing.files.iter() {
             let id = FileIdentity::stat(&f.path)?;
             match self.lookup(&f.path, &id) {
                 Lookup::Fresh(_) => fresh += 1,

@@ -36,7 +36,7 @@ pub fn approx_distinct(
     let io = Arc::new(IoStats::default());
     let mut total = Sketch::new(DEFAULT_PRECISION);
     let mut files_read = 0;
-    for f in &listing.files {
+    for f in listing.files.iter() {
         let file = StorageFile::open(&f.path, io.clone())?;
         let (md, _) = cache.get(&file, false)?;
         let body_end = crate::metadata::footer_start(&file)?;

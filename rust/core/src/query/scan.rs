@@ -123,7 +123,7 @@ fn warm_footers(
 /// What planning plans: the files, how names and literals bind, and what else knows
 /// about the files (a catalog, a table's log).
 struct Sources<'a> {
-    files: Vec<SourceFile>,
+    files: Arc<Vec<SourceFile>>,
     binding: Binding,
     io: Arc<IoStats>,
     catalog: Option<Arc<Catalog>>,
@@ -219,7 +219,7 @@ impl Scan {
             indexes: TableIndexes::load(&snapshot.root, &snapshot.index_files)?,
         };
         let sources = Sources {
-            files,
+            files: Arc::new(files),
             binding,
             io,
             catalog: None,

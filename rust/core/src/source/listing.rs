@@ -6,6 +6,7 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use arrow_schema::Field;
 
@@ -13,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::io::{object, FileIdentity};
 use crate::predicate::value::Value;
 use crate::source::partition::{infer_partitions, parse_hive_segment};
-use crate::source::watched::{self, Watch};
+use crate::source::watched::{self, Walked, Watch};
 
 #[derive(Debug, Clone)]
 pub struct SourceFile {
@@ -62,7 +63,8 @@ impl TableFormat {
 
 #[derive(Debug, Clone)]
 pub struct Listing {
-    pub files: Vec<SourceFile>,
+    /// Shared: a directory listed again unchanged hands every scan the same files.
+    pub files: Arc<Vec<SourceFile>>,
     pub partition_fields: Vec<Field>,
     /// Requests the listing made of an object store (none for local files).
     pub requests: u64,
@@ -117,17 +119,13 @@ pub fn list_source_or_table(paths: &[String]) -> Result<Listing> {
                     "{p}: no data files below this directory (names starting with '_' or '.' are skipped)"
                 )));
             }
-            for (file, rel_dirs, identity) in files.iter() {
+            if single_dir {
+                return finished(p, files);
+            }
+            // One of several paths: no partition columns.
+            for (file, _, identity) in files.iter() {
                 identities.push(identity.clone());
-                let parts = if single_dir {
-                    rel_dirs
-                        .iter()
-                        .filter_map(|d| parse_hive_segment(d))
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                found.push((file.to_string_lossy().into_owned(), parts));
+                found.push((file.to_string_lossy().into_owned(), Vec::new()));
             }
         } else {
             found.push((p.clone(), Vec::new()));
@@ -137,6 +135,32 @@ pub fn list_source_or_table(paths: &[String]) -> Result<Listing> {
     finish(found, identities, 0)
 }
 
+/// The listing of the single directory `dir` from its walk `files`: the last one made
+/// again when the walk is the same kept one (nothing changed below `dir` since).
+fn finished(dir: &str, files: Arc<Vec<Walked>>) -> Result<Listing> {
+    type Finished = Option<(String, Arc<Vec<Walked>>, Listing)>;
+    static LAST: Mutex<Finished> = Mutex::new(None);
+    if let Some((d, walk, listing)) = LAST.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if d == dir && Arc::ptr_eq(walk, &files) {
+            return Ok(listing.clone());
+        }
+    }
+    let mut found = Vec::with_capacity(files.len());
+    let mut identities = Vec::with_capacity(files.len());
+    for (file, rel_dirs, identity) in files.iter() {
+        identities.push(identity.clone());
+        let parts = rel_dirs
+            .iter()
+            .filter_map(|d| parse_hive_segment(d))
+            .collect();
+        found.push((file.to_string_lossy().into_owned(), parts));
+    }
+    let listing = finish(found, identities, 0)?;
+    *LAST.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some((dir.to_string(), files, listing.clone()));
+    Ok(listing)
+}
+
 fn finish(
     found: Vec<(String, Vec<(String, String)>)>,
     identities: Vec<FileIdentity>,
@@ -144,17 +168,19 @@ fn finish(
 ) -> Result<Listing> {
     let (partition_fields, values) = infer_partitions(&found)?;
     Ok(Listing {
-        files: found
-            .into_iter()
-            .zip(values)
-            .zip(identities)
-            .map(|(((path, _), partition_values), identity)| SourceFile {
-                path,
-                partition_values,
-                identity,
-                deleted: None,
-            })
-            .collect(),
+        files: Arc::new(
+            found
+                .into_iter()
+                .zip(values)
+                .zip(identities)
+                .map(|(((path, _), partition_values), identity)| SourceFile {
+                    path,
+                    partition_values,
+                    identity,
+                    deleted: None,
+                })
+                .collect(),
+        ),
         partition_fields,
         requests,
         has_catalog: false,
@@ -164,7 +190,7 @@ fn finish(
 
 fn table_listing(format: TableFormat, requests: u64) -> Listing {
     Listing {
-        files: Vec::new(),
+        files: Default::default(),
         partition_fields: Vec::new(),
         requests,
         has_catalog: false,
@@ -365,6 +391,35 @@ mod tests {
         assert_eq!(
             l.files[1].partition_values,
             vec![Some(Value::Int(2025)), Some(Value::Int(2))]
+        );
+    }
+
+    #[test]
+    fn an_unchanged_directory_lists_to_the_same_files_and_a_change_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("k=1")).unwrap();
+        std::fs::write(root.join("k=1/a.parquet"), b"x").unwrap();
+        let source = [root.to_string_lossy().into_owned()];
+        let first = list_source(&source).unwrap();
+        let again = list_source(&source).unwrap();
+        let paths = |l: &Listing| l.files.iter().map(|f| f.path.clone()).collect::<Vec<_>>();
+        assert_eq!(paths(&again), paths(&first));
+        assert_eq!(again.partition_fields, first.partition_fields);
+        std::fs::create_dir_all(root.join("k=2")).unwrap();
+        std::fs::write(root.join("k=2/b.parquet"), b"yy").unwrap();
+        let changed = list_source(&source).unwrap();
+        let seen: Vec<_> = changed
+            .files
+            .iter()
+            .map(|f| (f.identity.size, f.partition_values.clone()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (1, vec![Some(Value::Int(1))]),
+                (2, vec![Some(Value::Int(2))])
+            ]
         );
     }
 
