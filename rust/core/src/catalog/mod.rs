@@ -54,6 +54,19 @@ pub struct ColumnSummary {
     pub hi: Option<Vec<u8>>,
     /// A file-granular bloom index payload (see `index::bloom`).
     pub bloom: Option<Vec<u8>>,
+    /// `bloom` decoded on first use, where planning finds it without a lock.
+    pub decoded: DecodedBloom,
+}
+
+/// A bloom filter decoded once (`None` when the payload is unusable): a cache, equal to
+/// any other.
+#[derive(Debug, Clone, Default)]
+pub struct DecodedBloom(std::sync::OnceLock<Option<Arc<Sbbf>>>);
+
+impl PartialEq for DecodedBloom {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// One data file.
@@ -104,9 +117,6 @@ pub struct CatalogReport {
     pub bytes: u64,
 }
 
-/// Decoded bloom filters by (file, column index); `None` for a column without one.
-type BloomCache = HashMap<(String, usize), Option<Arc<Sbbf>>>;
-
 /// A loaded catalog.
 #[derive(Debug, Clone)]
 pub struct Catalog {
@@ -116,8 +126,6 @@ pub struct Catalog {
     pub entries: HashMap<String, Arc<CatalogEntry>>,
     /// The same entries by their path joined to the root, as listings name files.
     by_path: HashMap<String, Arc<CatalogEntry>, foldhash::fast::RandomState>,
-    /// Bloom filters decoded on first use, by (path, column index).
-    blooms: Arc<std::sync::Mutex<BloomCache>>,
 }
 
 /// A file as the catalog sees it.
@@ -167,7 +175,6 @@ impl Catalog {
             columns,
             entries,
             by_path,
-            blooms: Default::default(),
         }
     }
 
@@ -525,12 +532,12 @@ impl Catalog {
         let i = self.columns.iter().position(|c| {
             c.bloom && c.name.len() == name.len() && c.name.eq_ignore_ascii_case(name)
         })?;
-        let mut cache = self.blooms.lock().unwrap_or_else(|e| e.into_inner());
-        cache
-            .entry((entry.path.clone(), i))
-            .or_insert_with(|| {
-                let payload = entry.columns.get(i)?.bloom.as_ref()?;
-                let mut index = BloomIndex::decode(payload).ok()?;
+        let summary = entry.columns.get(i)?;
+        summary
+            .decoded
+            .0
+            .get_or_init(|| {
+                let mut index = BloomIndex::decode(summary.bloom.as_ref()?).ok()?;
                 (index.filters.len() == 1).then(|| Arc::new(index.filters.remove(0)))
             })
             .clone()

@@ -420,6 +420,7 @@ pub fn entries_from_batch(
                     lo: bin(&los[i]),
                     hi: bin(&his[i]),
                     bloom: bin(&blooms[i]),
+                    decoded: Default::default(),
                 }
             })
             .collect();
