@@ -16,7 +16,7 @@ pub fn io_workers(threads: usize) -> usize {
     (threads * 8).clamp(1, 64)
 }
 
-/// `f` of every item, on `threads` threads, in item order. Workers stop at the first
+/// `f` of every item, on `threads` threads (the caller's among them), in item order. Workers stop at the first
 /// failure; the error of the earliest failed item is returned.
 pub fn parallel_map<I: Sync, T: Send>(
     items: &[I],
@@ -27,19 +27,23 @@ pub fn parallel_map<I: Sync, T: Send>(
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let results: Vec<Mutex<Option<Result<T>>>> = items.iter().map(|_| Mutex::new(None)).collect();
-    threads::scope(|s| {
-        for _ in 0..threads.clamp(1, items.len().max(1)) {
-            s.spawn(|| loop {
-                if cancel.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) {
-                    return;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { return };
-                let r = f(item);
-                failed.fetch_or(r.is_err(), Ordering::Relaxed);
-                *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-            });
+    let work = || loop {
+        if cancel.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) {
+            return;
         }
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(item) = items.get(i) else { return };
+        let r = f(item);
+        failed.fetch_or(r.is_err(), Ordering::Relaxed);
+        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    };
+    threads::scope(|s| {
+        // The calling thread works too: it starts at once, with warm caches, while the
+        // others wake up.
+        for _ in 1..threads.clamp(1, items.len().max(1)) {
+            s.spawn(work);
+        }
+        work();
     });
     let mut out = Vec::with_capacity(items.len());
     let mut stopped = false;
