@@ -16,8 +16,8 @@ pub fn io_workers(threads: usize) -> usize {
     (threads * 8).clamp(1, 64)
 }
 
-/// `f` of every item, on `threads` threads (the caller's among them), in item order. Workers stop at the first
-/// failure; the error of the earliest failed item is returned.
+/// `f` of every item, on `threads` threads (the caller's among them), in item order.
+/// Workers stop at the first failure; the error of the earliest failed item is returned.
 pub fn parallel_map<I: Sync, T: Send>(
     items: &[I],
     threads: usize,
