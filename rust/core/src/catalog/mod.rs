@@ -476,7 +476,7 @@ impl Catalog {
         let Some(i) = self
             .columns
             .iter()
-            .position(|c| c.name.len() == col.name.len() && c.name.eq_ignore_ascii_case(&col.name))
+            .position(|c| c.name.eq_ignore_ascii_case(&col.name))
         else {
             return true;
         };
@@ -529,9 +529,10 @@ impl Catalog {
 
     /// The bloom filter of column `name` for the file of `entry`, decoded once.
     fn bloom(&self, entry: &CatalogEntry, name: &str) -> Option<Arc<Sbbf>> {
-        let i = self.columns.iter().position(|c| {
-            c.bloom && c.name.len() == name.len() && c.name.eq_ignore_ascii_case(name)
-        })?;
+        let i = self
+            .columns
+            .iter()
+            .position(|c| c.bloom && c.name.eq_ignore_ascii_case(name))?;
         let summary = entry.columns.get(i)?;
         summary
             .decoded
