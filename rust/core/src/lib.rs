@@ -58,7 +58,7 @@ pub use index::spec::IndexSpec;
 pub use index::verify::{verify, Checked};
 pub use metadata::{global_cache, read_metadata, CacheInfo, FileFooter, MetadataCache};
 pub use source::list_source;
-pub use source::watched::forget as forget_kept_listings;
+pub use source::listing::forget_kept as forget_kept_listings;
 pub use table::delta::delta_puffins as delta_index_files;
 pub use table::files::{cached_snapshot_from_arrow, snapshot_from_arrow};
 pub use table::indexes::{

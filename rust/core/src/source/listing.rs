@@ -135,11 +135,21 @@ pub fn list_source_or_table(paths: &[String]) -> Result<Listing> {
     finish(found, identities, 0)
 }
 
+/// The last listing finished from a walk of a single directory: the directory, the walk and
+/// the listing.
+type Finished = Option<(String, Arc<Vec<Walked>>, Listing)>;
+static LAST: Mutex<Finished> = Mutex::new(None);
+
+/// Forget every kept listing, and the last one finished from a kept walk (the next scan of
+/// each directory lists it again, as a new process would).
+pub fn forget_kept() {
+    watched::forget();
+    *LAST.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
 /// The listing of the single directory `dir` from its walk `files`: the last one made
 /// again when the walk is the same kept one (nothing changed below `dir` since).
 fn finished(dir: &str, files: Arc<Vec<Walked>>) -> Result<Listing> {
-    type Finished = Option<(String, Arc<Vec<Walked>>, Listing)>;
-    static LAST: Mutex<Finished> = Mutex::new(None);
     if let Some((d, walk, listing)) = LAST.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
         if d == dir && Arc::ptr_eq(walk, &files) {
             return Ok(listing.clone());
@@ -421,6 +431,23 @@ mod tests {
                 (2, vec![Some(Value::Int(2))])
             ]
         );
+    }
+
+    #[test]
+    fn forgetting_kept_listings_drops_the_last_finished_one() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.parquet"), b"x").unwrap();
+        let root = dir.path().to_string_lossy().into_owned();
+        list_source(std::slice::from_ref(&root)).unwrap();
+        let last_is_root = || {
+            LAST.lock()
+                .unwrap()
+                .as_ref()
+                .is_some_and(|(d, _, _)| *d == root)
+        };
+        // Other tests may finish their own listings in between, never this directory's.
+        forget_kept();
+        assert!(!last_is_root());
     }
 
     #[test]
