@@ -768,6 +768,39 @@ mod tests {
     }
 
     #[test]
+    fn a_catalog_read_back_shares_its_files_bytes_for_the_footers() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        let cache = MetadataCache::new(1 << 24);
+        let (built, _) = Catalog::build(&root, &columns(), &cache, &|_, _| Ok(())).unwrap();
+        let read = Catalog::open(&root).unwrap().unwrap();
+        let (_, file) = store::current(Path::new(&root), &IoStats::default())
+            .unwrap()
+            .unwrap();
+        let bytes = std::fs::read(file).unwrap();
+        let at = |footer: &[u8]| {
+            bytes
+                .windows(footer.len())
+                .position(|w| w == footer)
+                .expect("a footer is stored as it is")
+        };
+        assert_eq!(read.entries.len(), 3);
+        let mut shared = Vec::new();
+        for (path, b) in &built.entries {
+            let r = &read.entries[path];
+            assert_eq!(b.footer, r.footer);
+            assert!(r.metadata().is_ok());
+            shared.push((r.footer.as_ptr() as isize, at(&r.footer) as isize));
+        }
+        // The footers lie as far apart in memory as in the file: they are the file's bytes,
+        // not copies.
+        let (p0, f0) = shared[0];
+        for (p, f) in shared {
+            assert_eq!(p - p0, f - f0);
+        }
+    }
+
+    #[test]
     fn a_catalog_rules_out_empty_files_of_any_column() {
         let dir = tempfile::tempdir().unwrap();
         let root = dataset(dir.path());

@@ -21,11 +21,16 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type, UInt64Type};
 use arrow_array::{
-    Array, ArrayRef, BinaryArray, Int32Array, Int64Array, RecordBatch, StringArray, UInt64Array,
+    Array, ArrayRef, BinaryArray, BinaryViewArray, Int32Array, Int64Array, RecordBatch,
+    StringArray, UInt64Array,
 };
+use arrow_buffer::Buffer;
+use arrow_data::{ByteView, MAX_INLINE_VIEW_LEN};
 use arrow_schema::{DataType, Field, Schema};
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::ArrowWriter;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
@@ -324,8 +329,30 @@ pub fn read(path: &Path, io: &IoStats) -> Result<(Vec<CatalogColumn>, Vec<Catalo
 /// The columns and entries of a catalog file's bytes.
 fn decode(bytes: Bytes, shown: &str) -> Result<(Vec<CatalogColumn>, Vec<CatalogEntry>)> {
     let bad = |why: String| Error::Source(format!("{shown}: not a pqindex catalog: {why}"));
-    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .map_err(|e| Error::from(e).in_file(shown))?;
+    let in_file = |e: parquet::errors::ParquetError| Error::from(e).in_file(shown);
+    let plain = ArrowReaderMetadata::load(&bytes, ArrowReaderOptions::new()).map_err(in_file)?;
+    // Footers read as views into the file's own bytes, which the entries then share: a
+    // catalog's footers are most of it, and a copy of them is memory the process has to
+    // fault in before its first plan.
+    let fields: Vec<Field> = plain
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| match (f.name().as_str(), f.data_type()) {
+            ("footer", DataType::Binary) => f.as_ref().clone().with_data_type(DataType::BinaryView),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    let hinted = Arc::new(Schema::new_with_metadata(
+        fields,
+        plain.schema().metadata().clone(),
+    ));
+    let metadata = ArrowReaderMetadata::try_new(
+        plain.metadata().clone(),
+        ArrowReaderOptions::new().with_schema(hinted),
+    )
+    .map_err(in_file)?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(bytes, metadata);
     let kv = builder.metadata().file_metadata().key_value_metadata();
     let value = |key: &str| {
         kv.and_then(|kv| kv.iter().find(|e| e.key == key))
@@ -337,13 +364,56 @@ fn decode(bytes: Bytes, shown: &str) -> Result<(Vec<CatalogColumn>, Vec<CatalogE
     let columns: Vec<CatalogColumn> = value("pqindex.catalog.columns")
         .and_then(|j| serde_json::from_str(&j).ok())
         .ok_or_else(|| bad("no column list".into()))?;
-    let reader = builder.build().map_err(|e| Error::from(e).in_file(shown))?;
+    let reader = builder.build().map_err(in_file)?;
     let mut entries = Vec::new();
     for batch in reader {
         let batch = batch.map_err(|e| Error::from(e).in_file(shown))?;
         entries.extend(entries_from_batch(&batch, &columns).map_err(|e| bad(e.to_string()))?);
     }
     Ok((columns, entries))
+}
+
+/// A catalog's footer column: binary, or views into the catalog file's bytes, which
+/// entries share rather than copy.
+enum Footers<'a> {
+    Binary(&'a BinaryArray),
+    Views(&'a BinaryViewArray),
+}
+
+impl<'a> Footers<'a> {
+    fn of(column: &'a ArrayRef) -> Option<Self> {
+        match column.data_type() {
+            DataType::Binary => Some(Self::Binary(column.as_binary::<i32>())),
+            DataType::BinaryView => Some(Self::Views(column.as_binary_view())),
+            _ => None,
+        }
+    }
+
+    /// Row `r`'s footer; a view of at least 13 bytes shares the buffer it points into.
+    fn value(&self, r: usize) -> Bytes {
+        match self {
+            Self::Binary(a) => Bytes::copy_from_slice(a.value(r)),
+            Self::Views(a) => {
+                let view = ByteView::from(a.views()[r]);
+                if view.length <= MAX_INLINE_VIEW_LEN {
+                    return Bytes::copy_from_slice(a.value(r));
+                }
+                let block = &a.data_buffers()[view.buffer_index as usize];
+                Bytes::from_owner(Shared(
+                    block.slice_with_length(view.offset as usize, view.length as usize),
+                ))
+            }
+        }
+    }
+}
+
+/// An Arrow buffer as the owner of `Bytes`.
+struct Shared(Buffer);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_slice()
+    }
 }
 
 /// Catalog rows back into entries (the catalog file's rows, or rows computed elsewhere,
@@ -379,7 +449,7 @@ pub fn entries_from_batch(
         ctime.as_primitive_opt::<Int64Type>(),
         rows.as_primitive_opt::<Int64Type>(),
         rgs.as_primitive_opt::<Int32Type>(),
-        footer.as_binary_opt::<i32>(),
+        Footers::of(&footer),
     ) else {
         return Err(bad("a column has the wrong type".into()));
     };
@@ -433,7 +503,7 @@ pub fn entries_from_batch(
             etag,
             num_rows: rows.value(r),
             num_row_groups: rgs.value(r),
-            footer: Bytes::copy_from_slice(footer.value(r)),
+            footer: footer.value(r),
             columns: summaries,
         });
     }
