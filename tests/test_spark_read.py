@@ -904,6 +904,34 @@ def test_many_rows_leave_the_driver(spark: Any, data_dir: Path) -> None:
         assert scan.selected_bytes > 0
 
 
+def test_a_read_handed_to_sparks_reader_gives_it_the_schema_pqindex_read(
+    spark: Any, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spark's own reader, taking a read over, is given the schema from pqindex's plan, so
+    it does not infer it again; the rows and types are Spark's own."""
+    import pqindex.spark as pqs
+
+    path = str(data_dir / "handed.parquet")
+    write_sorted(Path(path), 100_000)
+    reader_class = type(spark.read)
+    given: list[Any] = []
+    real_schema = reader_class.schema
+
+    def schema(self: Any, s: Any) -> Any:
+        given.append(s)
+        return real_schema(self, s)
+
+    monkeypatch.setattr(reader_class, "schema", schema)
+    scan = pqs.plan(spark, path, "k >= 10000", driver_result_bytes=64 * 1024)
+    df = scan.to_df()
+    assert scan.read_by == "spark"
+    monkeypatch.undo()
+    own = spark.read.parquet(path)
+    assert given == [own.schema]
+    assert df.schema == own.schema
+    assert sorted(df.collect()) == sorted(own.where("k >= 10000").collect())
+
+
 def test_reads_the_statistics_expect_to_be_large_never_start_on_the_driver(
     spark: Any, data_dir: Path
 ) -> None:
@@ -925,6 +953,7 @@ def test_reads_the_statistics_expect_to_be_large_never_start_on_the_driver(
     assert wide.metrics()["rows_scanned"] == 0
     narrow = pqs.plan(spark, path, "k >= 10000", ["k"], **small)
     assert narrow.to_df().count() == 90_000 and narrow.read_by == "spark"
+    assert wide.to_df().schema == spark.read.parquet(path).schema
     scan = pqs.plan(spark, path, "k >= 10000", spark_reader=False, **small)
     assert scan.to_df().count() == 90_000
     assert scan.read_by == "executors"

@@ -72,6 +72,7 @@ SPARK_READER_SHARE = 0.05
 #: as an IN list; beyond it, only their range (min and max per key column) prunes.
 MAX_KEYS = 1_000_000
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_UNKNOWN = object()
 
 
 def _total(units: Any, column: str) -> int:
@@ -150,6 +151,9 @@ class SparkScan:
         self._spark_takes_over = False
         #: The plan's units (``Scan.units()``).
         self._units: Any = None
+        #: The Spark schema of a local dataset as pqindex's plan read it (``_schema``):
+        #: ``_UNKNOWN`` until asked, ``None`` where only Spark can tell it.
+        self._local_schema: Any = _UNKNOWN
         probe, base = self._pqindex_base(where)
         if self._spark_takes_over and probe is not None:
             self._plan: pqindex.Scan = probe
@@ -234,7 +238,7 @@ class SparkScan:
         if probe is None:
             probe = self._scan(None, None)
         if local:
-            schema = _schema.spark_schema(self._spark, pa.schema(probe), self._paths)
+            schema = self._spark_schema_of(probe)
             if schema is None:
                 return None, None
         else:
@@ -251,6 +255,15 @@ class SparkScan:
         self.predicate = translated.sql if translated is not None else None
         # The probe is the plan only if it was made with the predicate now chosen.
         return (probe if self.predicate is None and not written else None), base
+
+    def _spark_schema_of(self, plan: pqindex.Scan) -> Any | None:
+        """The Spark schema of this local dataset from ``plan`` (of every column), or
+        ``None`` when only Spark can tell it."""
+        import pyarrow as pa
+
+        if self._local_schema is _UNKNOWN:
+            self._local_schema = _schema.spark_schema(self._spark, pa.schema(plan), self._paths)
+        return self._local_schema
 
     def _pushed(self, base: Any) -> str | None:
         """The pqindex predicate for what Spark confirms of ``where``."""
@@ -366,8 +379,18 @@ class SparkScan:
         return not any(m.get(k, 0) for k in (*beyond, "files_pruned_by_catalog"))
 
     def _sparks_own_read(self) -> Any:
-        """``spark.read.parquet(source).where(where).select(columns)``, as Spark reads it."""
-        df = self._spark.read.parquet(*self._paths)
+        """``spark.read.parquet(source).where(where).select(columns)``, as Spark reads it,
+        given the schema where pqindex's plan has read it as Spark would: Spark then skips
+        inferring it (listing the files, reading a footer in a job of its own), which took
+        longer than pqindex's whole plan (``benches/README.md``, "Spark's own reader")."""
+        reader = self._spark.read
+        # Taken over at the first plan (of every column), the schema is not asked yet.
+        schema = self._local_schema
+        if self._spark_takes_over:
+            schema = self._spark_schema_of(self._plan)
+        if schema is not None and schema is not _UNKNOWN:
+            reader = reader.schema(schema)
+        df = reader.parquet(*self._paths)
         if self._where is not None:
             df = df.where(self._where)
         if self._spark_takes_over:
