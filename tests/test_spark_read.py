@@ -1287,3 +1287,24 @@ def test_import_pqindex_does_not_import_pyspark() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert result.stdout.strip() == "[]", result.stdout
+
+
+def test_a_selected_schema_is_the_one_spark_gives_the_select(spark: Any) -> None:
+    """Columns named exactly take their fields from the schema without an analysis; the
+    result is what Spark's analysis of the select gives, and Spark still resolves what is
+    not plainly one field (another case, a nested path, a clash of spellings)."""
+    from pqindex.spark._read import _selected_schema
+    from pyspark.sql import types as T
+
+    inner = T.StructType([T.StructField("x", T.LongType())])
+    fields = [
+        T.StructField("k", T.LongType(), False),
+        T.StructField("s", T.StringType(), True, {"comment": "kept"}),
+        T.StructField("n", inner),
+    ]
+    df = spark.createDataFrame([], T.StructType(fields))
+    for columns in (["s", "k"], ["k", "k"], ["S"], ["n.x"], ["n"], ["k", "s", "n"]):
+        assert _selected_schema(df, columns) == df.select(*columns).schema, columns
+    with spark_confs(spark, {"spark.sql.caseSensitive": "true"}):
+        clash = spark.createDataFrame([], "a long, A string")
+        assert _selected_schema(clash, ["A"]) == clash.select("A").schema

@@ -29,6 +29,7 @@ carry the table's columns.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -296,7 +297,9 @@ class SparkScan:
     def _check_columns(self, base: Any, needed: list[str]) -> list[str]:
         """``needed``, or every column if Spark cannot evaluate the condition over
         ``needed`` alone (only possible for columns found on the client)."""
-        if self._where is None or not self._connect or needed == list(base.columns):
+        if self._where is None or self.exact or not self._connect:
+            return needed  # an exact condition is not Spark's to evaluate again
+        if needed == list(base.columns):
             return needed
         try:
             base.select(*needed).where(self._where).schema  # noqa: B018 (an analysis)
@@ -681,10 +684,19 @@ def _nullable(schema: Any) -> Any:
 
 
 def _selected_schema(df: Any, columns: list[str]) -> Any:
-    """The schema of ``df.select(*columns)``; ``df``'s own (cached by PySpark) when that is
-    every column in order, which saves Spark an analysis."""
-    if columns == list(df.columns):
-        return df.schema
+    """The schema of ``df.select(*columns)``. Where each column names one of ``df``'s
+    fields exactly, and no other field spells it in another case, that is those fields,
+    taken from ``df``'s schema (cached by PySpark) without asking Spark to analyse the
+    select; anything else (nested paths, quoting, case) Spark resolves."""
+    from pyspark.sql import types as T
+
+    schema = df.schema
+    names = schema.fieldNames()
+    if columns == names:
+        return schema
+    spellings = Counter(n.lower() for n in names)
+    if all(_IDENTIFIER.match(c) and c in names and spellings[c.lower()] == 1 for c in columns):
+        return T.StructType([schema[c] for c in columns])
     return df.select(*columns).schema
 
 
