@@ -1308,3 +1308,18 @@ def test_a_selected_schema_is_the_one_spark_gives_the_select(spark: Any) -> None
     with spark_confs(spark, {"spark.sql.caseSensitive": "true"}):
         clash = spark.createDataFrame([], "a long, A string")
         assert _selected_schema(clash, ["A"]) == clash.select("A").schema
+
+
+def test_an_empty_base_frame_is_kept_per_session_and_schema(spark: Any) -> None:
+    """The empty frame conditions are analysed against is made once per session and
+    schema on a classic session (each costs several JVM calls), and stays empty."""
+    from pqindex.spark._session import empty_frame, is_connect
+    from pyspark.sql import types as T
+
+    one = T.StructType([T.StructField("k", T.LongType())])
+    other = T.StructType([T.StructField("k", T.StringType())])
+    first = empty_frame(spark, one)
+    assert first.schema == one and first.count() == 0
+    assert empty_frame(spark, other).schema == other
+    assert (empty_frame(spark, one) is first) != is_connect(spark)
+    assert empty_frame(spark, one).where("k = 1").count() == 0

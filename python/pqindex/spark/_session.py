@@ -7,6 +7,7 @@ A Spark Connect session (``SparkSession.builder.remote(...)``) has no JVM gatewa
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 
@@ -51,14 +52,31 @@ def empty_frame(spark: Any, schema: Any) -> Any:
     """An empty DataFrame of ``schema``: the base conditions are analysed against, and the
     result of a read that matches nothing. On a classic session it is a local relation made
     in the JVM (``createDataFrame([], schema)`` there parallelises an empty RDD, several
-    times the cost of the analyses it serves); on Connect the client builds one anyway."""
+    times the cost of the analyses it serves), kept per session and schema, since a
+    DataFrame never changes and each costs several JVM calls; on Connect the client builds
+    one anyway."""
     if is_connect(spark):
         return spark.createDataFrame([], schema)
     from pyspark.sql.classic.dataframe import DataFrame
 
-    session = spark._jsparkSession
-    rows = spark._jvm.java.util.ArrayList()
-    jdf = session.createDataFrame(rows, session.parseDataType(schema.json()))
-    df = DataFrame(jdf, spark)
-    df._schema = schema
+    key = schema.json()
+    kept = _EMPTY_FRAMES.get(spark)
+    if kept is None:
+        kept = _EMPTY_FRAMES.setdefault(spark, {})
+    df = kept.get(key)
+    if df is None:
+        session = spark._jsparkSession
+        rows = spark._jvm.java.util.ArrayList()
+        jdf = session.createDataFrame(rows, session.parseDataType(key))
+        df = DataFrame(jdf, spark)
+        df._schema = schema
+        if len(kept) >= _EMPTY_FRAMES_KEPT:
+            kept.clear()
+        kept[key] = df
     return df
+
+
+#: Empty classic DataFrames by session (dropped with it) and schema (JSON).
+_EMPTY_FRAMES: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+#: Schemas kept per session at most.
+_EMPTY_FRAMES_KEPT = 64
