@@ -789,6 +789,9 @@ mod tests {
         for (path, b) in &built.entries {
             let r = &read.entries[path];
             assert_eq!(b.footer, r.footer);
+            // Summaries come back as built: bounds as text and bytes, blooms.
+            assert_eq!(b.columns, r.columns);
+            assert!(r.columns[0].min.is_some() && r.columns[0].bloom.is_some());
             assert!(r.metadata().is_ok());
             shared.push((r.footer.as_ptr() as isize, at(&r.footer) as isize));
         }
