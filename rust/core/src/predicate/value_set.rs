@@ -3,6 +3,7 @@
 //! binary search rather than one comparison per value.
 
 use std::cmp::Ordering;
+use std::collections::HashSet;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -190,10 +191,9 @@ fn native_membership(array: &dyn Array, sorted: &[Value]) -> Option<BooleanBuffe
                     _ => None,
                 })
                 .collect::<Option<_>>()?;
+            let set = IntSet::new(set);
             let values = array.as_primitive::<$t>().values();
-            BooleanBuffer::collect_bool(values.len(), |i| {
-                set.binary_search(&(values[i] as i128)).is_ok()
-            })
+            BooleanBuffer::collect_bool(values.len(), |i| set.contains(values[i] as i128))
         }};
     }
     macro_rules! bytes {
@@ -221,6 +221,65 @@ fn native_membership(array: &dyn Array, sorted: &[Value]) -> Option<BooleanBuffe
         DataType::BinaryView => bytes!(array.as_binary_view()),
         other => by_integer_type!(other, ints, return None),
     })
+}
+
+/// A sorted, distinct set of integers, searched the cheapest way its shape allows: a bitmap
+/// over its span when that is small (join keys of a dimension's surrogate key are), a
+/// hash set when it is large and sparse, binary search when it is short. A batch asks
+/// once per row, so a binary search over hundreds of keys (eight unpredictable branches a
+/// row) is most of a keyed scan's predicate time.
+enum IntSet {
+    Sorted(Vec<i128>),
+    Bitmap {
+        lo: i128,
+        span: u128,
+        bits: Vec<u64>,
+    },
+    Hashed(HashSet<i128, foldhash::fast::RandomState>),
+}
+
+/// Up to this many values, binary search: a few steps, in one cache line or two.
+const SEARCHED: usize = 16;
+/// A bitmap is used for spans up to this many bits (2 MiB), and at most this many bits
+/// per value of the set.
+const BITMAP_MAX_BITS: u128 = 1 << 24;
+const BITMAP_BITS_PER_VALUE: u128 = 1024;
+
+impl IntSet {
+    /// `sorted` must be sorted and distinct.
+    fn new(sorted: Vec<i128>) -> Self {
+        let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else {
+            return Self::Sorted(sorted);
+        };
+        if sorted.len() <= SEARCHED {
+            return Self::Sorted(sorted);
+        }
+        let span = hi.abs_diff(lo);
+        if span < BITMAP_MAX_BITS && span < BITMAP_BITS_PER_VALUE * sorted.len() as u128 {
+            let mut bits = vec![0u64; (span / 64 + 1) as usize];
+            for v in &sorted {
+                let d = v.abs_diff(lo);
+                bits[(d / 64) as usize] |= 1 << (d % 64);
+            }
+            return Self::Bitmap { lo, span, bits };
+        }
+        Self::Hashed(sorted.into_iter().collect())
+    }
+
+    #[inline]
+    fn contains(&self, v: i128) -> bool {
+        match self {
+            Self::Sorted(s) => s.binary_search(&v).is_ok(),
+            Self::Bitmap { lo, span, bits } => {
+                if v < *lo {
+                    return false;
+                }
+                let d = v.abs_diff(*lo);
+                d <= *span && bits[(d / 64) as usize] & (1 << (d % 64)) != 0
+            }
+            Self::Hashed(h) => h.contains(&v),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -274,6 +333,42 @@ mod tests {
         let f: ArrayRef = Arc::new(Float64Array::from(vec![-0.0, f64::NAN]));
         let m = membership(&f, &[Value::Float(0.0), Value::Float(f64::NAN)]).unwrap();
         assert!(m.value(0) && m.value(1));
+    }
+
+    #[test]
+    fn integer_sets_of_every_shape_answer_as_a_binary_search() {
+        // Short (searched), dense (a bitmap, with values at both ends of its span and at
+        // the extremes of i128), and sparse (hashed).
+        let shapes: Vec<Vec<i128>> = vec![
+            vec![],
+            vec![5],
+            (0..10).map(|i| i * 3 - 7).collect(),
+            (0..300).map(|i| i * 5 - 700).collect(),
+            (0..64).map(|i| i * 64 + 63).collect(),
+            (0..200)
+                .map(|i| i * 1_000_003 + i128::from(i64::MIN))
+                .collect(),
+            (0..40).map(|i| i128::MAX - 1000 + i * 25).collect(),
+            (0..40).map(|i| i128::MIN + i * 25).collect(),
+        ];
+        for sorted in shapes {
+            let set = IntSet::new(sorted.clone());
+            let probes = sorted
+                .iter()
+                .flat_map(|v| [v.saturating_sub(1), *v, v.saturating_add(1)])
+                .chain([i128::MIN, i128::MAX, 0, -1, 1, i128::from(i64::MIN)]);
+            for p in probes {
+                assert_eq!(set.contains(p), sorted.binary_search(&p).is_ok(), "{p}");
+            }
+        }
+        assert!(matches!(
+            IntSet::new((0..300).collect()),
+            IntSet::Bitmap { .. }
+        ));
+        assert!(matches!(
+            IntSet::new((0..300).map(|i| i * 1_000_000_007).collect()),
+            IntSet::Hashed(_)
+        ));
     }
 
     #[test]
