@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 #[derive(Debug)]
 pub struct KeyTuples {
     converter: RowConverter,
-    set: HashSet<Box<[u8]>>,
+    set: HashSet<Box<[u8]>, foldhash::fast::RandomState>,
 }
 
 impl PartialEq for KeyTuples {

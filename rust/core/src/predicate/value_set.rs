@@ -206,10 +206,18 @@ fn native_membership(array: &dyn Array, sorted: &[Value]) -> Option<BooleanBuffe
                     _ => None,
                 })
                 .collect::<Option<_>>()?;
-            BooleanBuffer::collect_bool(a.len(), |i| {
-                let v: &[u8] = a.value(i).as_ref();
-                set.binary_search(&v).is_ok()
-            })
+            if set.len() <= SEARCHED {
+                BooleanBuffer::collect_bool(a.len(), |i| {
+                    let v: &[u8] = a.value(i).as_ref();
+                    set.binary_search(&v).is_ok()
+                })
+            } else {
+                let set: HashSet<&[u8], foldhash::fast::RandomState> = set.into_iter().collect();
+                BooleanBuffer::collect_bool(a.len(), |i| {
+                    let v: &[u8] = a.value(i).as_ref();
+                    set.contains(v)
+                })
+            }
         }};
     }
     Some(match array.data_type() {
