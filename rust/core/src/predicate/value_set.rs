@@ -191,8 +191,8 @@ fn native_membership(array: &dyn Array, sorted: &[Value]) -> Option<BooleanBuffe
                     _ => None,
                 })
                 .collect::<Option<_>>()?;
-            let set = IntSet::new(set);
             let values = array.as_primitive::<$t>().values();
+            let set = IntSet::new(set, values.len());
             BooleanBuffer::collect_bool(values.len(), |i| set.contains(values[i] as i128))
         }};
     }
@@ -206,7 +206,7 @@ fn native_membership(array: &dyn Array, sorted: &[Value]) -> Option<BooleanBuffe
                     _ => None,
                 })
                 .collect::<Option<_>>()?;
-            if set.len() <= SEARCHED {
+            if set.len() > a.len() {
                 BooleanBuffer::collect_bool(a.len(), |i| {
                     let v: &[u8] = a.value(i).as_ref();
                     set.binary_search(&v).is_ok()
@@ -232,10 +232,11 @@ fn native_membership(array: &dyn Array, sorted: &[Value]) -> Option<BooleanBuffe
 }
 
 /// A sorted, distinct set of integers, searched the cheapest way its shape allows: a bitmap
-/// over its span when that is small (join keys of a dimension's surrogate key are), a
-/// hash set when it is large and sparse, binary search when it is short. A batch asks
-/// once per row, so a binary search over hundreds of keys (eight unpredictable branches a
-/// row) is most of a keyed scan's predicate time.
+/// over its span when that is small (join keys of a dimension's surrogate key are), else a
+/// hash set, unless the set has more values than the batch has rows (the set is made per
+/// batch: hashing millions of keys for each batch would cost more than searching them).
+/// A batch asks once per row, so a binary search over hundreds of keys (eight
+/// unpredictable branches a row) is most of a keyed scan's predicate time.
 enum IntSet {
     Sorted(Vec<i128>),
     Bitmap {
@@ -246,22 +247,17 @@ enum IntSet {
     Hashed(HashSet<i128, foldhash::fast::RandomState>),
 }
 
-/// Up to this many values, binary search: a few steps, in one cache line or two.
-const SEARCHED: usize = 16;
 /// A bitmap is used for spans up to this many bits (2 MiB), and at most this many bits
 /// per value of the set.
 const BITMAP_MAX_BITS: u128 = 1 << 24;
 const BITMAP_BITS_PER_VALUE: u128 = 1024;
 
 impl IntSet {
-    /// `sorted` must be sorted and distinct.
-    fn new(sorted: Vec<i128>) -> Self {
+    /// `sorted` must be sorted and distinct; `rows` is how many rows the set will answer.
+    fn new(sorted: Vec<i128>, rows: usize) -> Self {
         let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else {
             return Self::Sorted(sorted);
         };
-        if sorted.len() <= SEARCHED {
-            return Self::Sorted(sorted);
-        }
         let span = hi.abs_diff(lo);
         if span < BITMAP_MAX_BITS && span < BITMAP_BITS_PER_VALUE * sorted.len() as u128 {
             let mut bits = vec![0u64; (span / 64 + 1) as usize];
@@ -270,6 +266,9 @@ impl IntSet {
                 bits[(d / 64) as usize] |= 1 << (d % 64);
             }
             return Self::Bitmap { lo, span, bits };
+        }
+        if sorted.len() > rows {
+            return Self::Sorted(sorted);
         }
         Self::Hashed(sorted.into_iter().collect())
     }
@@ -345,8 +344,8 @@ mod tests {
 
     #[test]
     fn integer_sets_of_every_shape_answer_as_a_binary_search() {
-        // Short (searched), dense (a bitmap, with values at both ends of its span and at
-        // the extremes of i128), and sparse (hashed).
+        // Dense (a bitmap, with values at both ends of its span and at the extremes of
+        // i128), sparse (hashed), and larger than the batch (searched).
         let shapes: Vec<Vec<i128>> = vec![
             vec![],
             vec![5],
@@ -359,8 +358,11 @@ mod tests {
             (0..40).map(|i| i128::MAX - 1000 + i * 25).collect(),
             (0..40).map(|i| i128::MIN + i * 25).collect(),
         ];
-        for sorted in shapes {
-            let set = IntSet::new(sorted.clone());
+        for (sorted, rows) in shapes
+            .into_iter()
+            .flat_map(|s| [(s.clone(), 65_536), (s, 1)])
+        {
+            let set = IntSet::new(sorted.clone(), rows);
             let probes = sorted
                 .iter()
                 .flat_map(|v| [v.saturating_sub(1), *v, v.saturating_add(1)])
@@ -370,12 +372,16 @@ mod tests {
             }
         }
         assert!(matches!(
-            IntSet::new((0..300).collect()),
+            IntSet::new((0..300).collect(), 1),
             IntSet::Bitmap { .. }
         ));
         assert!(matches!(
-            IntSet::new((0..300).map(|i| i * 1_000_000_007).collect()),
+            IntSet::new((0..300).map(|i| i * 1_000_000_007).collect(), 300),
             IntSet::Hashed(_)
+        ));
+        assert!(matches!(
+            IntSet::new((0..300).map(|i| i * 1_000_000_007).collect(), 299),
+            IntSet::Sorted(_)
         ));
     }
 
@@ -399,7 +405,15 @@ mod tests {
         let cases: Vec<(ArrayRef, &[Value])> = vec![
             (u, &set),
             (Arc::new(StringArray::from(words.clone())), &bytes_sorted),
-            (Arc::new(StringViewArray::from(words)), &bytes_sorted),
+            (
+                Arc::new(StringViewArray::from(words.clone())),
+                &bytes_sorted,
+            ),
+            // Fewer rows than values: searched, not hashed.
+            (
+                Arc::new(StringArray::from(words[..30].to_vec())),
+                &bytes_sorted,
+            ),
         ];
         for (array, set) in cases {
             let fast = membership(&array, set).unwrap();
