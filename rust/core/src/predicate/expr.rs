@@ -12,6 +12,7 @@ use arrow_schema::DataType;
 use crate::predicate::key_tuples::KeyTuples;
 use crate::predicate::pattern::StrPattern;
 use crate::predicate::value::{Domain, Value};
+use crate::predicate::value_set::ValueList;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CmpOp {
@@ -120,7 +121,7 @@ pub enum Predicate {
     },
     InList {
         col: Column,
-        values: Vec<Value>,
+        values: ValueList,
         negated: bool,
     },
     IsNull {
@@ -155,11 +156,10 @@ pub enum Predicate {
 impl Predicate {
     /// `col [NOT] IN (values)`, its values sorted and distinct (what evidence sources and
     /// the evaluator rely on to search long lists).
-    pub fn in_list(col: Column, mut values: Vec<Value>, negated: bool) -> Predicate {
-        crate::predicate::value_set::sort_dedup(&mut values);
+    pub fn in_list(col: Column, values: Vec<Value>, negated: bool) -> Predicate {
         Predicate::InList {
             col,
-            values,
+            values: ValueList::new(values),
             negated,
         }
     }
@@ -383,7 +383,7 @@ impl Predicate {
                     values, negated, ..
                 },
                 Some(v),
-            ) => Some(values.iter().any(|x| x.sql_cmp(v).is_eq()) != *negated),
+            ) => Some(values.contains_value(v) != *negated),
             (Predicate::NullOr { value, .. }, Some(_)) => Some(*value),
             (
                 Predicate::Match {
@@ -515,7 +515,7 @@ mod tests {
     fn constants_follow_three_valued_logic() {
         let p = Predicate::InList {
             col: col(),
-            values: vec![Value::Int(1)],
+            values: vec![Value::Int(1)].into(),
             negated: true,
         };
         assert_eq!(p.eval_constant(Some(&Value::Int(2))), Some(true));

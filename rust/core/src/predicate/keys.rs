@@ -73,7 +73,11 @@ pub fn bind_keys(spec: &KeySpec, schema: &BindSchema) -> Result<Predicate> {
                 value: false,
             }
         } else {
-            Predicate::in_list(col.clone(), distinct, false)
+            Predicate::InList {
+                col: col.clone(),
+                values: distinct,
+                negated: false,
+            }
         });
     }
     if cols.len() > 1 {

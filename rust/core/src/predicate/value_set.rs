@@ -1,9 +1,12 @@
 //! Sets of values in a column's domain, kept sorted: the values of an IN list (which may
-//! hold millions of join keys), read from Arrow arrays, and tested against a batch by
-//! binary search rather than one comparison per value.
+//! hold millions of join keys), read from Arrow arrays, and tested against a batch through
+//! a bitmap or hash set of the column's native values rather than one comparison per value.
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
@@ -153,23 +156,178 @@ pub fn value_at(array: &dyn Array, row: usize) -> Result<Option<Value>, ArrowErr
     Ok(out)
 }
 
-/// The distinct non-NULL values of `array`, sorted.
-pub fn distinct_values(array: &dyn Array) -> Result<Vec<Value>, ArrowError> {
+/// The distinct non-NULL values of `array`, as a list. Integer columns (most join keys,
+/// of which there may be millions) are sorted in their native values, with no `Value`
+/// made until the duplicates are gone.
+pub fn distinct_values(array: &dyn Array) -> Result<ValueList, ArrowError> {
+    macro_rules! ints {
+        ($t:ty) => {{
+            let a = array.as_primitive::<$t>();
+            let valued = || a.iter().flatten().map(|v| v as i128);
+            let narrow: Option<Vec<i64>> = valued().map(|i| i64::try_from(i).ok()).collect();
+            return Ok(match narrow {
+                Some(narrow) => ValueList::from_i64(narrow),
+                None => ValueList::from_ints(valued().collect()),
+            });
+        }};
+    }
+    by_integer_type!(array.data_type(), ints, {});
     let mut out = Vec::with_capacity(array.len() - array.null_count());
     for_each_value(array, &mut |_, v| out.extend(v))?;
-    sort_dedup(&mut out);
-    Ok(out)
+    Ok(ValueList::new(out))
 }
 
-/// For each row of `array`: whether its value is in `sorted`, NULL where it is NULL.
-pub fn membership(array: &ArrayRef, sorted: &[Value]) -> Result<BooleanArray, ArrowError> {
-    let hits = match native_membership(array.as_ref(), sorted) {
+/// The values of an IN list: sorted in SQL order and distinct (evidence sources search
+/// them; see [`sort_dedup`]), shared by every copy of the predicate (a join's keys may be
+/// millions, and a predicate is copied per file), and searched in a batch's native values
+/// through sets made once, on first use, rather than once per batch.
+#[derive(Clone)]
+pub struct ValueList(Arc<Listed>);
+
+struct Listed {
+    values: Vec<Value>,
+    /// The search set for integer-like columns (`None`: not every value is an integer).
+    ints: OnceLock<Option<IntSet>>,
+    /// The search set for string and binary columns (`None`: not every value is bytes).
+    bytes: OnceLock<Option<ByteSet>>,
+}
+
+impl ValueList {
+    /// The list of `values`, sorted and with duplicates dropped.
+    pub fn new(mut values: Vec<Value>) -> Self {
+        let ints: Option<Vec<i128>> = values
+            .iter()
+            .map(|v| match v {
+                Value::Int(i) => Some(*i),
+                _ => None,
+            })
+            .collect();
+        match ints {
+            // Integers (most join keys) sort natively, without SQL's comparison per pair.
+            Some(ints) => Self::from_ints(ints),
+            None => {
+                sort_dedup(&mut values);
+                Self::sorted(values)
+            }
+        }
+    }
+
+    /// The list of the integers `ints`, in any order and with duplicates.
+    fn from_ints(mut ints: Vec<i128>) -> Self {
+        // Keys nearly always fit 64 bits, which sort in half the memory traffic.
+        let narrow: Option<Vec<i64>> = ints.iter().map(|&i| i64::try_from(i).ok()).collect();
+        if let Some(narrow) = narrow {
+            return Self::from_i64(narrow);
+        }
+        ints.sort_unstable();
+        ints.dedup();
+        Self::sorted(ints.into_iter().map(Value::Int).collect())
+    }
+
+    /// The list of the integers `ints`, in any order and with duplicates.
+    fn from_i64(mut ints: Vec<i64>) -> Self {
+        ints.sort_unstable();
+        ints.dedup();
+        Self::sorted(ints.into_iter().map(|i| Value::Int(i.into())).collect())
+    }
+
+    /// `values` must be sorted and distinct.
+    fn sorted(values: Vec<Value>) -> Self {
+        ValueList(Arc::new(Listed {
+            values,
+            ints: OnceLock::new(),
+            bytes: OnceLock::new(),
+        }))
+    }
+
+    pub fn as_slice(&self) -> &[Value] {
+        &self.0.values
+    }
+
+    /// Whether the list holds a value equal to `v` in SQL.
+    pub fn contains_value(&self, v: &Value) -> bool {
+        contains(&self.0.values, v)
+    }
+
+    fn ints(&self) -> Option<&IntSet> {
+        self.0
+            .ints
+            .get_or_init(|| {
+                let sorted: Vec<i128> = self
+                    .0
+                    .values
+                    .iter()
+                    .map(|v| match v {
+                        Value::Int(i) => Some(*i),
+                        _ => None,
+                    })
+                    .collect::<Option<_>>()?;
+                Some(IntSet::new(&sorted))
+            })
+            .as_ref()
+    }
+
+    fn bytes(&self) -> Option<&ByteSet> {
+        self.0
+            .bytes
+            .get_or_init(|| {
+                self.0
+                    .values
+                    .iter()
+                    .map(|v| match v {
+                        Value::Bytes(b) => Some(Box::<[u8]>::from(b.as_slice())),
+                        _ => None,
+                    })
+                    .collect::<Option<ByteSet>>()
+            })
+            .as_ref()
+    }
+}
+
+impl From<Vec<Value>> for ValueList {
+    fn from(values: Vec<Value>) -> Self {
+        Self::new(values)
+    }
+}
+
+impl Deref for ValueList {
+    type Target = [Value];
+
+    fn deref(&self) -> &[Value] {
+        &self.0.values
+    }
+}
+
+impl<'a> IntoIterator for &'a ValueList {
+    type Item = &'a Value;
+    type IntoIter = std::slice::Iter<'a, Value>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.values.iter()
+    }
+}
+
+impl PartialEq for ValueList {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.values == other.0.values
+    }
+}
+
+impl fmt::Debug for ValueList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.values.fmt(f)
+    }
+}
+
+/// For each row of `array`: whether its value is in `list`, NULL where it is NULL.
+pub fn membership(array: &ArrayRef, list: &ValueList) -> Result<BooleanArray, ArrowError> {
+    let hits = match native_membership(array.as_ref(), list) {
         Some(hits) => hits,
         None => {
             let mut hits = vec![false; array.len()];
             for_each_value(array.as_ref(), &mut |i, v| {
                 if let Some(v) = v {
-                    hits[i] = contains(sorted, &v);
+                    hits[i] = list.contains_value(&v);
                 }
             })?;
             BooleanBuffer::from(hits)
@@ -180,44 +338,23 @@ pub fn membership(array: &ArrayRef, sorted: &[Value]) -> Result<BooleanArray, Ar
 
 /// Membership of integer and byte columns searched in the column's native values, with no
 /// `Value` made per row (SQL order is numeric order for integers and byte order for
-/// strings). `None` for other columns and sets (floats keep SQL's NaN and -0.0 rules).
-fn native_membership(array: &dyn Array, sorted: &[Value]) -> Option<BooleanBuffer> {
+/// strings). `None` for other columns and lists (floats keep SQL's NaN and -0.0 rules).
+fn native_membership(array: &dyn Array, list: &ValueList) -> Option<BooleanBuffer> {
     macro_rules! ints {
         ($t:ty) => {{
-            let set: Vec<i128> = sorted
-                .iter()
-                .map(|v| match v {
-                    Value::Int(i) => Some(*i),
-                    _ => None,
-                })
-                .collect::<Option<_>>()?;
+            let set = list.ints()?;
             let values = array.as_primitive::<$t>().values();
-            let set = IntSet::new(set, values.len());
             BooleanBuffer::collect_bool(values.len(), |i| set.contains(values[i] as i128))
         }};
     }
     macro_rules! bytes {
         ($a:expr) => {{
             let a = $a;
-            let set: Vec<&[u8]> = sorted
-                .iter()
-                .map(|v| match v {
-                    Value::Bytes(b) => Some(b.as_slice()),
-                    _ => None,
-                })
-                .collect::<Option<_>>()?;
-            if set.len() > a.len() {
-                BooleanBuffer::collect_bool(a.len(), |i| {
-                    let v: &[u8] = a.value(i).as_ref();
-                    set.binary_search(&v).is_ok()
-                })
-            } else {
-                let set: HashSet<&[u8], foldhash::fast::RandomState> = set.into_iter().collect();
-                BooleanBuffer::collect_bool(a.len(), |i| {
-                    let v: &[u8] = a.value(i).as_ref();
-                    set.contains(v)
-                })
-            }
+            let set = list.bytes()?;
+            BooleanBuffer::collect_bool(a.len(), |i| {
+                let v: &[u8] = a.value(i).as_ref();
+                set.contains(v)
+            })
         }};
     }
     Some(match array.data_type() {
@@ -231,14 +368,13 @@ fn native_membership(array: &dyn Array, sorted: &[Value]) -> Option<BooleanBuffe
     })
 }
 
-/// A sorted, distinct set of integers, searched the cheapest way its shape allows: a bitmap
-/// over its span when that is small (join keys of a dimension's surrogate key are), else a
-/// hash set, unless the set has more values than the batch has rows (the set is made per
-/// batch: hashing millions of keys for each batch would cost more than searching them).
-/// A batch asks once per row, so a binary search over hundreds of keys (eight
-/// unpredictable branches a row) is most of a keyed scan's predicate time.
+type ByteSet = HashSet<Box<[u8]>, foldhash::fast::RandomState>;
+
+/// A set of integers, searched the cheapest way its shape allows: a bitmap over its span
+/// when that is small (join keys of a dimension's surrogate key are), else a hash set. A
+/// batch asks once per row, so a binary search over hundreds of keys (eight unpredictable
+/// branches a row) would be most of a keyed scan's predicate time.
 enum IntSet {
-    Sorted(Vec<i128>),
     Bitmap {
         lo: i128,
         span: u128,
@@ -253,30 +389,25 @@ const BITMAP_MAX_BITS: u128 = 1 << 24;
 const BITMAP_BITS_PER_VALUE: u128 = 1024;
 
 impl IntSet {
-    /// `sorted` must be sorted and distinct; `rows` is how many rows the set will answer.
-    fn new(sorted: Vec<i128>, rows: usize) -> Self {
-        let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) else {
-            return Self::Sorted(sorted);
-        };
-        let span = hi.abs_diff(lo);
-        if span < BITMAP_MAX_BITS && span < BITMAP_BITS_PER_VALUE * sorted.len() as u128 {
-            let mut bits = vec![0u64; (span / 64 + 1) as usize];
-            for v in &sorted {
-                let d = v.abs_diff(lo);
-                bits[(d / 64) as usize] |= 1 << (d % 64);
+    /// `sorted` must be sorted.
+    fn new(sorted: &[i128]) -> Self {
+        if let (Some(&lo), Some(&hi)) = (sorted.first(), sorted.last()) {
+            let span = hi.abs_diff(lo);
+            if span < BITMAP_MAX_BITS && span < BITMAP_BITS_PER_VALUE * sorted.len() as u128 {
+                let mut bits = vec![0u64; (span / 64 + 1) as usize];
+                for v in sorted {
+                    let d = v.abs_diff(lo);
+                    bits[(d / 64) as usize] |= 1 << (d % 64);
+                }
+                return Self::Bitmap { lo, span, bits };
             }
-            return Self::Bitmap { lo, span, bits };
         }
-        if sorted.len() > rows {
-            return Self::Sorted(sorted);
-        }
-        Self::Hashed(sorted.into_iter().collect())
+        Self::Hashed(sorted.iter().copied().collect())
     }
 
     #[inline]
     fn contains(&self, v: i128) -> bool {
         match self {
-            Self::Sorted(s) => s.binary_search(&v).is_ok(),
             Self::Bitmap { lo, span, bits } => {
                 if v < *lo {
                     return false;
@@ -293,7 +424,6 @@ impl IntSet {
 mod tests {
     use super::*;
     use arrow_array::{Float64Array, Int32Array, StringArray};
-    use std::sync::Arc;
 
     #[test]
     fn sets_are_sorted_and_searched_in_sql_order() {
@@ -331,21 +461,22 @@ mod tests {
         let a: ArrayRef = Arc::new(Int32Array::from(vec![Some(1), None, Some(7)]));
         let set =
             distinct_values(&Int32Array::from(vec![Some(7), None, Some(3), Some(7)])).unwrap();
-        assert_eq!(set, vec![Value::Int(3), Value::Int(7)]);
+        assert_eq!(set.as_slice(), &[Value::Int(3), Value::Int(7)]);
         let m = membership(&a, &set).unwrap();
         assert!(!m.value(0) && m.is_null(1) && m.value(2));
         let s: ArrayRef = Arc::new(StringArray::from(vec!["a", "b"]));
-        let m = membership(&s, &[Value::Bytes(b"b".to_vec())]).unwrap();
+        let m = membership(&s, &vec![Value::Bytes(b"b".to_vec())].into()).unwrap();
         assert!(!m.value(0) && m.value(1));
         let f: ArrayRef = Arc::new(Float64Array::from(vec![-0.0, f64::NAN]));
-        let m = membership(&f, &[Value::Float(0.0), Value::Float(f64::NAN)]).unwrap();
+        let list = vec![Value::Float(0.0), Value::Float(f64::NAN)].into();
+        let m = membership(&f, &list).unwrap();
         assert!(m.value(0) && m.value(1));
     }
 
     #[test]
     fn integer_sets_of_every_shape_answer_as_a_binary_search() {
         // Dense (a bitmap, with values at both ends of its span and at the extremes of
-        // i128), sparse (hashed), and larger than the batch (searched).
+        // i128) and sparse (hashed).
         let shapes: Vec<Vec<i128>> = vec![
             vec![],
             vec![5],
@@ -358,11 +489,8 @@ mod tests {
             (0..40).map(|i| i128::MAX - 1000 + i * 25).collect(),
             (0..40).map(|i| i128::MIN + i * 25).collect(),
         ];
-        for (sorted, rows) in shapes
-            .into_iter()
-            .flat_map(|s| [(s.clone(), 65_536), (s, 1)])
-        {
-            let set = IntSet::new(sorted.clone(), rows);
+        for sorted in shapes {
+            let set = IntSet::new(&sorted);
             let probes = sorted
                 .iter()
                 .flat_map(|v| [v.saturating_sub(1), *v, v.saturating_add(1)])
@@ -371,18 +499,47 @@ mod tests {
                 assert_eq!(set.contains(p), sorted.binary_search(&p).is_ok(), "{p}");
             }
         }
-        assert!(matches!(
-            IntSet::new((0..300).collect(), 1),
-            IntSet::Bitmap { .. }
+        let dense: Vec<i128> = (0..300).collect();
+        assert!(matches!(IntSet::new(&dense), IntSet::Bitmap { .. }));
+        let sparse: Vec<i128> = (0..300).map(|i| i * 1_000_000_007).collect();
+        assert!(matches!(IntSet::new(&sparse), IntSet::Hashed(_)));
+    }
+
+    #[test]
+    fn a_list_is_sorted_and_distinct_and_its_copies_share_one_search_set() {
+        let list = ValueList::new([9, 1, 5, 1, -3, 9].map(Value::Int).to_vec());
+        assert_eq!(list.as_slice(), &[-3, 1, 5, 9].map(Value::Int));
+        let words = ValueList::from(vec![
+            Value::Bytes(b"b".to_vec()),
+            Value::Bytes(b"a".to_vec()),
+            Value::Bytes(b"b".to_vec()),
+        ]);
+        assert_eq!(words.len(), 2);
+        assert!(words.contains_value(&Value::Bytes(b"a".to_vec())));
+        let copy = list.clone();
+        let a: ArrayRef = Arc::new(Int32Array::from(vec![5, 6]));
+        membership(&a, &list).unwrap();
+        // The copy finds the set the original made.
+        assert!(std::ptr::eq(
+            copy.ints().unwrap() as *const IntSet,
+            list.ints().unwrap() as *const IntSet
         ));
-        assert!(matches!(
-            IntSet::new((0..300).map(|i| i * 1_000_000_007).collect(), 300),
-            IntSet::Hashed(_)
-        ));
-        assert!(matches!(
-            IntSet::new((0..300).map(|i| i * 1_000_000_007).collect(), 299),
-            IntSet::Sorted(_)
-        ));
+        assert_eq!(copy, ValueList::new([1, 5, 9, -3].map(Value::Int).to_vec()));
+        // A list that is not all integers has no integer set.
+        assert!(words.ints().is_none() && list.bytes().is_none());
+    }
+
+    #[test]
+    fn distinct_values_of_integer_columns_of_every_width() {
+        use arrow_array::{Int64Array, UInt64Array};
+        let wide = UInt64Array::from(vec![Some(u64::MAX), None, Some(3), Some(u64::MAX), Some(0)]);
+        let expected = [0, 3, i128::from(u64::MAX)].map(Value::Int);
+        assert_eq!(distinct_values(&wide).unwrap().as_slice(), &expected);
+        let narrow = Int64Array::from(vec![Some(-5), Some(i64::MIN), None, Some(-5)]);
+        let expected = [i128::from(i64::MIN), -5].map(Value::Int);
+        assert_eq!(distinct_values(&narrow).unwrap().as_slice(), &expected);
+        let none = Int64Array::from(vec![None, None]);
+        assert!(distinct_values(&none).unwrap().is_empty());
     }
 
     #[test]
@@ -402,14 +559,14 @@ mod tests {
             .collect();
         let mut bytes_sorted = bytes.clone();
         sort_dedup(&mut bytes_sorted);
-        let cases: Vec<(ArrayRef, &[Value])> = vec![
+        let (set, bytes_sorted) = (ValueList::new(set), ValueList::new(bytes_sorted));
+        let cases: Vec<(ArrayRef, &ValueList)> = vec![
             (u, &set),
             (Arc::new(StringArray::from(words.clone())), &bytes_sorted),
             (
                 Arc::new(StringViewArray::from(words.clone())),
                 &bytes_sorted,
             ),
-            // Fewer rows than values: searched, not hashed.
             (
                 Arc::new(StringArray::from(words[..30].to_vec())),
                 &bytes_sorted,

@@ -16,7 +16,7 @@ use parquet::file::metadata::ParquetMetaData;
 use crate::predicate::expr::Predicate;
 use crate::predicate::value::Value;
 use crate::prune::parquet_bloom::probe_values;
-use crate::prune::selectivity::{equal_share, valued_share};
+use crate::prune::selectivity::{equal_shares, valued_share};
 use crate::prune::statistics::{leaf_may_match, row_group_stats, ChunkStats};
 
 /// The chance that row group `rg` is ruled out once its bloom filters are asked, given
@@ -79,20 +79,21 @@ fn chance(
             if !has_filter {
                 return 0.0;
             }
-            values.iter().map(|v| absent(v, stats.as_ref())).product()
+            absent(values, stats.as_ref())
         }
     }
 }
 
-/// The chance that `v` is absent from a chunk described by `stats`: none of its valued
-/// rows holds it, each doing so with [`equal_share`] (no estimate, or outside the bounds:
-/// absent).
-fn absent(v: &Value, stats: Option<&ChunkStats>) -> f64 {
+/// The chance that every value of `sorted` is absent from a chunk described by `stats`:
+/// none of its valued rows holds any of them, each row holding a given one with its
+/// `equal_share` (no estimate, or outside the bounds: absent). The product over the values
+/// of `exp(-rows * share)` is one `exp` of the summed shares.
+fn absent(sorted: &[Value], stats: Option<&ChunkStats>) -> f64 {
     let Some(s) = stats else {
         return 1.0;
     };
     let values = s.rows as f64 * valued_share(s);
-    (-values * equal_share(v, s)).exp()
+    (-values * equal_shares(sorted, s)).exp()
 }
 
 #[cfg(test)]
@@ -113,25 +114,36 @@ mod tests {
     #[test]
     fn a_value_of_a_dense_column_is_almost_surely_present() {
         // 200,000 keys over 1M rows: each key about 5 times.
-        let p = absent(&Value::Int(36_189), Some(&stats(1, 200_000, 1_000_000)));
+        let p = absent(&[Value::Int(36_189)], Some(&stats(1, 200_000, 1_000_000)));
         assert!(p < 0.01, "{p}");
         // A sparse column: 1M rows over 6M keys.
         let p = absent(
-            &Value::Int(2_520_353),
+            &[Value::Int(2_520_353)],
             Some(&stats(1, 6_000_000, 1_000_000)),
         );
         assert!(p > 0.8, "{p}");
+        // Several values: the product of their chances; those outside the bounds count
+        // as absent.
+        let (one, two) = (Value::Int(1_000_000), Value::Int(3_000_000));
+        let alone = absent(
+            std::slice::from_ref(&one),
+            Some(&stats(1, 6_000_000, 1_000_000)),
+        );
+        let both = absent(&[one, two], Some(&stats(1, 6_000_000, 1_000_000)));
+        assert!((both - alone * alone).abs() < 1e-12, "{both} {alone}");
+        let outside = [0, 7, 8].map(Value::Int);
+        assert_eq!(absent(&outside, Some(&stats(1, 6, 1_000))), 1.0);
     }
 
     #[test]
     fn values_outside_the_bounds_or_without_an_estimate_count_as_absent() {
-        assert_eq!(absent(&Value::Int(0), Some(&stats(1, 10, 1_000))), 1.0);
-        assert_eq!(absent(&Value::Int(5), None), 1.0);
+        assert_eq!(absent(&[Value::Int(0)], Some(&stats(1, 10, 1_000))), 1.0);
+        assert_eq!(absent(&[Value::Int(5)], None), 1.0);
         let strings = ChunkStats {
             min: Some(Value::Bytes(b"a".to_vec())),
             max: Some(Value::Bytes(b"z".to_vec())),
             ..stats(0, 0, 1_000)
         };
-        assert_eq!(absent(&Value::Bytes(b"m".to_vec()), Some(&strings)), 1.0);
+        assert_eq!(absent(&[Value::Bytes(b"m".to_vec())], Some(&strings)), 1.0);
     }
 }

@@ -146,7 +146,7 @@ pub fn probe_values(leaf: &Predicate) -> Option<&[Value]> {
             values,
             negated: false,
             ..
-        } => Some(values),
+        } => Some(values.as_slice()),
         _ => None,
     }
 }
