@@ -19,9 +19,10 @@ Engines, each asked for the three narrow columns of compare.py:
 - ``pyarrow``: ``pyarrow.dataset`` with ``field("l_orderkey").isin(keys)``.
 
 The keys are an Arrow table in memory for every engine, and each engine's time includes what
-it does with them. All engines run in this one process, taking turns: one untimed run, then
-``--runs`` runs, median. Every engine must return the same number of rows and the same sum of
-``l_orderkey``. Results: ``benches/results/keys-sf<sf>[-tag].{md,json}``.
+it does with them. All engines run in this one process: one untimed run each, then
+``--runs`` rounds in which each runs once; the median. Every engine must return the same
+number of rows and the same sum of ``l_orderkey``. Results:
+``benches/results/keys-sf<sf>[-tag].{md,json}``.
 """
 
 from __future__ import annotations
@@ -105,14 +106,20 @@ def answer(result: Any) -> tuple[int, int]:
     return table.num_rows, int(total or 0)
 
 
-def measure(run: Callable[[Any], Any], keys: Any, runs: int) -> tuple[list[float], Any]:
-    result = run(keys)  # warm-up, untimed
-    times = []
+def measure(
+    runners: dict[str, Callable[[Any], Any]], keys: Any, runs: int
+) -> dict[str, tuple[list[float], tuple[int, int]]]:
+    """Each engine once untimed, then ``runs`` rounds in which every engine runs once, so
+    that the machine's drift falls on all of them alike."""
+    answers = {name: answer(run(keys)) for name, run in runners.items()}
+    times: dict[str, list[float]] = {name: [] for name in runners}
     for _ in range(runs):
-        start = time.perf_counter()
-        result = run(keys)
-        times.append((time.perf_counter() - start) * 1e3)
-    return times, answer(result)
+        for name, run in runners.items():
+            start = time.perf_counter()
+            result = run(keys)
+            times[name].append((time.perf_counter() - start) * 1e3)
+            answers[name] = answer(result)
+    return {name: (times[name], answers[name]) for name in runners}
 
 
 def main() -> None:
@@ -141,10 +148,9 @@ def main() -> None:
         runners = {k: v for k, v in engines(path).items() if k in wanted}
         for n in counts:
             keys = key_table(n, max_key, args.seed)
-            answers: dict[str, tuple[int, int]] = {}
-            for engine, run in runners.items():
-                times, got = measure(run, keys, args.runs)
-                answers[engine] = got
+            measured = measure(runners, keys, args.runs)
+            answers = {engine: got for engine, (_, got) in measured.items()}
+            for engine, (times, got) in measured.items():
                 row = {
                     "layout": name,
                     "keys": n,
