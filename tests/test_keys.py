@@ -124,6 +124,25 @@ def test_string_and_float_keys(path: str) -> None:
         assert scan_keys(path, keys, on)[0] == semi_join(path, keys, [on])
 
 
+def test_large_key_sets_of_every_shape_match_as_duckdb(path: str) -> None:
+    """Sets searched by a hash (keys spread over the whole 64-bit range), by a bitmap (keys
+    within a short span), and strings, each larger than a batch, on several row groups."""
+    rng = random.Random(5)
+    shapes = {
+        "sparse": [rng.randrange(-(2**62), 2**62) for _ in range(50_000)] + list(range(0, ROWS, 7)),
+        "dense": list(range(5, ROWS * 3, 3)),
+    }
+    for name, values in shapes.items():
+        keys = pa.table({"u": pa.array(values, pa.int64())})
+        rows = scan_keys(path, keys, "u")[0]
+        assert rows and rows == semi_join(path, keys, ["u"]), name
+    # One past each end of the column's values: nothing.
+    assert scan_keys(path, pa.table({"u": pa.array([-1, ROWS], pa.int64())}), "u")[0] == []
+    strings = pa.table({"s": [f"s{i}" for i in range(0, 20_000, 3)] + [None]})
+    rows = scan_keys(path, strings, "s")[0]
+    assert rows and rows == semi_join(path, strings, ["s"])
+
+
 def test_a_million_keys_plan_and_filter_quickly(path: str) -> None:
     keys = pa.table({"u": pa.array(range(0, 2_000_000, 2), pa.int64())})
     start = time.perf_counter()
