@@ -224,7 +224,7 @@ impl ValueList {
         Self::sorted(ints.into_iter().map(Value::Int).collect())
     }
 
-    /// The list of the integers `ints`, in any order and with duplicates.
+    /// The same, for integers that fit 64 bits.
     fn from_i64(mut ints: Vec<i64>) -> Self {
         ints.sort_unstable();
         ints.dedup();
