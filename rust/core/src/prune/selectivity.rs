@@ -10,7 +10,7 @@ use parquet::file::metadata::ParquetMetaData;
 
 use crate::predicate::expr::{CmpOp, Predicate};
 use crate::predicate::value::Value;
-use crate::prune::statistics::{leaf_may_match, row_group_stats, ChunkStats};
+use crate::prune::statistics::{leaf_may_match, row_group_stats, within_bounds, ChunkStats};
 
 /// The share of rows an equality, a range or a pattern keeps where the bounds cannot tell.
 const UNKNOWN: f64 = 0.0;
@@ -104,19 +104,11 @@ fn leaf_share(leaf: &Predicate, s: &ChunkStats) -> f64 {
 }
 
 /// The sum of [`equal_share`] over `sorted` (an IN list's values, sorted in SQL order):
-/// the values between the bounds are found by two searches, since a join's keys may be
-/// millions and each row group asks.
+/// only the values within the bounds share anything.
 pub(crate) fn equal_shares(sorted: &[Value], s: &ChunkStats) -> f64 {
     match (&s.min, &s.max) {
-        (Some(min @ Value::Int(lo)), Some(max @ Value::Int(hi))) => {
-            let start = sorted.partition_point(|v| v.sql_cmp(min).is_lt());
-            let end = sorted.partition_point(|v| v.sql_cmp(max).is_le());
-            let inside = end.saturating_sub(start);
-            if inside == 0 {
-                0.0
-            } else {
-                inside as f64 / ((hi - lo) as f64 + 1.0)
-            }
+        (Some(Value::Int(lo)), Some(Value::Int(hi))) => {
+            within_bounds(sorted, s).len() as f64 / ((hi - lo) as f64 + 1.0)
         }
         _ => sorted.iter().map(|v| equal_share(v, s)).sum(),
     }

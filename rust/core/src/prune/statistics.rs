@@ -249,6 +249,20 @@ pub fn bounds_usable(md: &ParquetMetaData, leaf: usize, col: &ColumnRef, legacy:
     }
 }
 
+/// The part of `sorted` (an IN list's values, sorted in SQL order) within the chunk's
+/// integer bounds: the only ones the chunk may hold. All of `sorted` where the bounds are
+/// not integers. Two binary searches, since a join's keys may be millions.
+pub fn within_bounds<'a>(sorted: &'a [Value], s: &ChunkStats) -> &'a [Value] {
+    match (&s.min, &s.max) {
+        (Some(min @ Value::Int(_)), Some(max @ Value::Int(_))) => {
+            let start = sorted.partition_point(|v| v.sql_cmp(min).is_lt());
+            let end = sorted.partition_point(|v| v.sql_cmp(max).is_le());
+            &sorted[start..end.max(start)]
+        }
+        _ => sorted,
+    }
+}
+
 /// The footer statistics of `col` in row group `rg`, or `None` when there are none that
 /// can be trusted.
 pub fn row_group_stats(md: &ParquetMetaData, rg: usize, col: &ColumnRef) -> Option<ChunkStats> {
@@ -310,6 +324,37 @@ impl Evidence for FooterStatistics<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_values_within_integer_bounds_are_found_by_search() {
+        let stats = |min: Option<Value>, max: Option<Value>| ChunkStats {
+            min,
+            max,
+            exact: true,
+            null_count: Some(0),
+            rows: 100,
+            all_null: false,
+        };
+        let sorted: Vec<Value> = [-5, 0, 3, 7, 10, 11, 40].map(Value::Int).to_vec();
+        let within = |lo: i128, hi: i128| {
+            within_bounds(&sorted, &stats(Some(Value::Int(lo)), Some(Value::Int(hi)))).to_vec()
+        };
+        assert_eq!(within(0, 10), [0, 3, 7, 10].map(Value::Int));
+        assert_eq!(within(1, 6), [3].map(Value::Int));
+        assert!(within(12, 39).is_empty());
+        assert!(within(50, 60).is_empty());
+        assert!(within(-9, -6).is_empty());
+        // Bounds that are not integers (or missing) leave every value.
+        assert_eq!(
+            within_bounds(&sorted, &stats(None, None)).len(),
+            sorted.len()
+        );
+        let text = stats(
+            Some(Value::Bytes(b"a".to_vec())),
+            Some(Value::Bytes(b"b".to_vec())),
+        );
+        assert_eq!(within_bounds(&sorted, &text).len(), sorted.len());
+    }
     /// The footer (with page index) of 3 row groups of 1,000 sorted keys in 100-row pages,
     /// with a Parquet bloom filter on `k`, and its bound predicate for `text`.
     fn evidence_file(
