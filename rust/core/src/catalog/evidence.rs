@@ -79,6 +79,7 @@ mod tests {
     use super::*;
     use crate::catalog::CatalogColumn;
     use crate::metadata::MetadataCache;
+    use crate::predicate::value::Value;
     use crate::query::binding::Binding;
     use crate::testing::{int64s, strings, write_file, Layout};
 
@@ -146,6 +147,58 @@ mod tests {
         let s = answers("s = 'f1-42'");
         assert_eq!(s[1], Some(true));
         assert!(s[0] == Some(false) || s[2] == Some(false), "{s:?}");
+    }
+
+    #[test]
+    fn a_catalog_bloom_is_probed_with_the_keys_within_the_files_bounds() {
+        // File i holds the even keys i * 1000 ..= i * 1000 + 198.
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<String> = (0..3)
+            .map(|i| {
+                write_file(
+                    dir.path(),
+                    &format!("part-{i}.parquet"),
+                    vec![("k", int64s((0..100).map(|j| i * 1000 + 2 * j)))],
+                    Layout::default(),
+                )
+            })
+            .collect();
+        let columns = [CatalogColumn {
+            name: "k".into(),
+            bloom: true,
+            fpp: 0.01,
+        }];
+        let cache = MetadataCache::new(1 << 20);
+        let (catalog, _) =
+            Catalog::build(&dir.path().to_string_lossy(), &columns, &cache, &|_, _| {
+                Ok(())
+            })
+            .unwrap();
+        let md = crate::metadata::read_metadata(&paths[0], true, &cache)
+            .unwrap()
+            .metadata;
+        let binding = Binding::of(&md, &paths[0], Vec::new()).unwrap();
+        let descr = md.file_metadata().schema_descr();
+        let col = binding
+            .bind_where(Some("k = 0"), 0)
+            .unwrap()
+            .unwrap()
+            .column()
+            .cloned()
+            .unwrap();
+        // Many keys beyond every file's bounds, one absent key inside file 1's bounds and
+        // one present key of file 2.
+        let mut keys: Vec<Value> = (10_000_000..10_200_000).map(Value::Int).collect();
+        keys.extend([Value::Int(1001), Value::Int(2050)]);
+        let pred = Predicate::in_list(col, keys, false);
+        let answers: Vec<Option<bool>> = paths
+            .iter()
+            .map(|p| {
+                let mut d = catalog.describe(p, &identity(p), descr).unwrap();
+                d.file(&pred).unwrap()
+            })
+            .collect();
+        assert_eq!(answers, [Some(false), Some(false), Some(true)]);
     }
 
     #[test]

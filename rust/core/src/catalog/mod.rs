@@ -26,11 +26,11 @@ use crate::metadata::schema::file_schemas;
 use crate::metadata::schema::leaves_named;
 use crate::metadata::MetadataCache;
 use crate::predicate::bind::bind_column;
-use crate::predicate::expr::Predicate;
+use crate::predicate::expr::{ColumnRef, Predicate};
 use crate::predicate::value::Value;
 use crate::predicate::BindSchema;
-use crate::prune::parquet_bloom::{is_probe, leaf_may_match};
-use crate::prune::statistics::{self as stats, decode, row_group_stats, ChunkStats};
+use crate::prune::parquet_bloom::{probe_values, values_may_match};
+use crate::prune::statistics::{self as stats, decode, row_group_stats, within_bounds, ChunkStats};
 use crate::source::list_source;
 
 /// A column the catalog summarises.
@@ -473,30 +473,38 @@ impl Catalog {
         let Some(col) = leaf.column() else {
             return true;
         };
-        let Some(i) = self
+        match self.file_stats(entry, col, physical) {
+            Some(stats) => stats::leaf_may_match(leaf, &stats),
+            None => true,
+        }
+    }
+
+    /// The file-level bounds and null count the catalog keeps of `col` for the file of
+    /// `entry`, as statistics; `None` when it keeps none.
+    fn file_stats(
+        &self,
+        entry: &CatalogEntry,
+        col: &ColumnRef,
+        physical: parquet::basic::Type,
+    ) -> Option<ChunkStats> {
+        let i = self
             .columns
             .iter()
-            .position(|c| c.name.eq_ignore_ascii_case(&col.name))
-        else {
-            return true;
-        };
-        let Some(s) = entry.columns.get(i) else {
-            return true;
-        };
+            .position(|c| c.name.eq_ignore_ascii_case(&col.name))?;
+        let s = entry.columns.get(i)?;
         let bound = |b: &Option<Vec<u8>>| {
             b.as_deref()
                 .filter(|_| col.prunable)
                 .and_then(|b| decode(b, physical, col))
         };
-        let stats = ChunkStats {
+        Some(ChunkStats {
             min: bound(&s.lo),
             max: bound(&s.hi),
             exact: false,
             null_count: s.null_count,
             rows: entry.num_rows.max(0) as u64,
             all_null: false,
-        };
-        stats::leaf_may_match(leaf, &stats)
+        })
     }
 
     /// Whether the catalog keeps a usable bloom filter of column `name` for the file of
@@ -515,16 +523,19 @@ impl Catalog {
         physical: parquet::basic::Type,
         type_length: i32,
     ) -> bool {
-        if !is_probe(leaf) {
-            return true;
-        }
-        let Some(col) = leaf.column() else {
+        let (Some(values), Some(col)) = (probe_values(leaf), leaf.column()) else {
             return true;
         };
-        match self.bloom(entry, &col.name) {
-            Some(sbbf) => leaf_may_match(leaf, &sbbf, physical, type_length),
-            None => true,
-        }
+        let Some(sbbf) = self.bloom(entry, &col.name) else {
+            return true;
+        };
+        // Only the keys within the file's bounds can be in it: a join's millions of keys
+        // are not all hashed for every file.
+        let values = match self.file_stats(entry, col, physical) {
+            Some(s) => within_bounds(values, &s),
+            None => values,
+        };
+        values_may_match(values, col, &sbbf, physical, type_length)
     }
 
     /// The bloom filter of column `name` for the file of `entry`, decoded once.

@@ -135,7 +135,7 @@ pub fn leaf_may_match(
 }
 
 /// Whether a chunk whose filter is `sbbf` may hold one of `values` of `col`.
-fn values_may_match(
+pub fn values_may_match(
     values: &[Value],
     col: &ColumnRef,
     sbbf: &Sbbf,
