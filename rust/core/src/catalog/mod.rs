@@ -30,7 +30,7 @@ use crate::predicate::expr::{ColumnRef, Predicate};
 use crate::predicate::value::Value;
 use crate::predicate::BindSchema;
 use crate::prune::parquet_bloom::{probe_values, values_may_match};
-use crate::prune::statistics::{self as stats, decode, row_group_stats, within_bounds, ChunkStats};
+use crate::prune::statistics::{self as stats, decode, row_group_stats, ChunkStats};
 use crate::source::list_source;
 
 /// A column the catalog summarises.
@@ -529,13 +529,8 @@ impl Catalog {
         let Some(sbbf) = self.bloom(entry, &col.name) else {
             return true;
         };
-        // Only the keys within the file's bounds can be in it: a join's millions of keys
-        // are not all hashed for every file.
-        let values = match self.file_stats(entry, col, physical) {
-            Some(s) => within_bounds(values, &s),
-            None => values,
-        };
-        values_may_match(values, col, &sbbf, physical, type_length)
+        let bounds = self.file_stats(entry, col, physical);
+        values_may_match(values, bounds.as_ref(), col, &sbbf, physical, type_length)
     }
 
     /// The bloom filter of column `name` for the file of `entry`, decoded once.

@@ -163,12 +163,9 @@ pub fn distinct_values(array: &dyn Array) -> Result<ValueList, ArrowError> {
     macro_rules! ints {
         ($t:ty) => {{
             let a = array.as_primitive::<$t>();
-            let valued = || a.iter().flatten().map(|v| v as i128);
-            let narrow: Option<Vec<i64>> = valued().map(|i| i64::try_from(i).ok()).collect();
-            return Ok(match narrow {
-                Some(narrow) => ValueList::from_i64(narrow),
-                None => ValueList::from_ints(valued().collect()),
-            });
+            return Ok(ValueList::from_ints(
+                a.iter().flatten().map(|v| v as i128).collect(),
+            ));
         }};
     }
     by_integer_type!(array.data_type(), ints, {});
@@ -216,19 +213,15 @@ impl ValueList {
     fn from_ints(mut ints: Vec<i128>) -> Self {
         // Keys nearly always fit 64 bits, which sort in half the memory traffic.
         let narrow: Option<Vec<i64>> = ints.iter().map(|&i| i64::try_from(i).ok()).collect();
-        if let Some(narrow) = narrow {
-            return Self::from_i64(narrow);
+        if let Some(mut narrow) = narrow {
+            drop(ints);
+            narrow.sort_unstable();
+            narrow.dedup();
+            return Self::sorted(narrow.into_iter().map(|i| Value::Int(i.into())).collect());
         }
         ints.sort_unstable();
         ints.dedup();
         Self::sorted(ints.into_iter().map(Value::Int).collect())
-    }
-
-    /// The same, for integers that fit 64 bits.
-    fn from_i64(mut ints: Vec<i64>) -> Self {
-        ints.sort_unstable();
-        ints.dedup();
-        Self::sorted(ints.into_iter().map(|i| Value::Int(i.into())).collect())
     }
 
     /// `values` must be sorted and distinct.

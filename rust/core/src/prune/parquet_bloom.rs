@@ -20,7 +20,7 @@ use crate::plan::Counter;
 use crate::predicate::expr::{CmpOp, ColumnRef, Predicate};
 use crate::predicate::value::{Domain, IntKind, Value};
 use crate::prune::evidence::{Evidence, Source};
-use crate::prune::statistics::{row_group_stats, within_bounds};
+use crate::prune::statistics::{row_group_stats, within_bounds, ChunkStats};
 
 /// The Parquet bloom filters of a file's column chunks, as evidence for its row groups.
 /// Each filter is read the first time a leaf on its column is asked about, and kept.
@@ -80,23 +80,20 @@ impl Evidence for ParquetBlooms<'_> {
                 e.insert(read_bloom(self.file, chunk)?)
             }
         };
-        let (Some(values), Some(col)) = (probe_values(leaf), leaf.column()) else {
+        let (Some(sbbf), Some(values), Some(col)) =
+            (filter.as_ref(), probe_values(leaf), leaf.column())
+        else {
             return Ok(None);
         };
-        // Only the values within the row group's bounds can be in it: a join's millions of
-        // keys are not all hashed for every row group.
-        let stats = row_group_stats(self.md, rg, col);
-        let values = stats.as_ref().map_or(values, |s| within_bounds(values, s));
-        Ok(filter.as_ref().map(|sbbf| {
-            let descr = self.md.file_metadata().schema_descr().column(leaf_idx);
-            values_may_match(
-                values,
-                col,
-                sbbf,
-                descr.physical_type(),
-                descr.type_length(),
-            )
-        }))
+        let descr = self.md.file_metadata().schema_descr().column(leaf_idx);
+        Ok(Some(values_may_match(
+            values,
+            row_group_stats(self.md, rg, col).as_ref(),
+            col,
+            sbbf,
+            descr.physical_type(),
+            descr.type_length(),
+        )))
     }
 
     fn planning_ranges(&self, leaves: &[usize], row_groups: &[usize]) -> Vec<Range<u64>> {
@@ -131,17 +128,21 @@ pub fn leaf_may_match(
     let (Some(values), Some(col)) = (probe_values(leaf), leaf.column()) else {
         return true;
     };
-    values_may_match(values, col, sbbf, physical, type_length)
+    values_may_match(values, None, col, sbbf, physical, type_length)
 }
 
-/// Whether a chunk whose filter is `sbbf` may hold one of `values` of `col`.
+/// Whether a chunk whose filter is `sbbf` may hold one of `values` (sorted in SQL order)
+/// of `col`. Only the values within the chunk's `bounds` are probed: a join's millions of
+/// keys are not all hashed for every chunk.
 pub fn values_may_match(
     values: &[Value],
+    bounds: Option<&ChunkStats>,
     col: &ColumnRef,
     sbbf: &Sbbf,
     physical: PhysicalType,
     type_length: i32,
 ) -> bool {
+    let values = bounds.map_or(values, |s| within_bounds(values, s));
     values
         .iter()
         .any(|v| match encodings(v, col, physical, type_length) {
