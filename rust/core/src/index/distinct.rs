@@ -123,16 +123,11 @@ impl IndexProbe for DistinctProbe {
         let Some(hashes) = leaf_hashes(leaf, column.physical_type(), column.type_length()) else {
             return Vec::new();
         };
-        let mut buckets: Vec<usize> = hashes
+        self.header
+            .by_bucket(&hashes)
             .into_iter()
-            .map(|h| self.header.bucket_of(h))
-            .filter(|b| !self.buckets.contains_key(b))
-            .collect();
-        buckets.sort_unstable();
-        buckets.dedup();
-        buckets
-            .into_iter()
-            .map(|b| {
+            .filter(|(b, _)| !self.buckets.contains_key(b))
+            .map(|(b, _)| {
                 let (off, len, _) = self.header.directory[b];
                 off..off + u64::from(len)
             })
@@ -149,13 +144,12 @@ impl IndexProbe for DistinctProbe {
             return Ok(None);
         };
         let mut units = Vec::new();
-        for h in hashes {
-            let b = self.header.bucket_of(h);
+        for (b, fps) in self.header.by_bucket(&hashes) {
             if let std::collections::hash_map::Entry::Vacant(slot) = self.buckets.entry(b) {
                 let (off, len, _) = self.header.directory[b];
                 slot.insert(block.payload_range(off, len as usize)?);
             }
-            units.extend(self.header.lookup(h, &self.buckets[&b])?);
+            units.extend(self.header.lookup(b, &fps, &self.buckets[&b])?);
         }
         units.sort_unstable();
         units.dedup();
@@ -367,23 +361,44 @@ impl DistinctHeader {
         })
     }
 
-    pub fn bucket_of(&self, hash: u64) -> usize {
-        split(hash, self.bucket_bits).0 as usize
+    /// The buckets of `hashes`, each with the sorted, distinct fingerprints asked of it.
+    pub fn by_bucket(&self, hashes: &[u64]) -> Vec<(usize, Vec<u32>)> {
+        let mut pairs: Vec<(u32, u32)> =
+            hashes.iter().map(|&h| split(h, self.bucket_bits)).collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut out: Vec<(usize, Vec<u32>)> = Vec::new();
+        for (b, fp) in pairs {
+            match out.last_mut() {
+                Some((last, fps)) if *last == b as usize => fps.push(fp),
+                _ => out.push((b as usize, vec![fp])),
+            }
+        }
+        out
     }
 
-    /// The units holding a value with this hash, from the bytes of its bucket (checked
-    /// against the directory's checksum).
-    pub fn lookup(&self, hash: u64, bucket: &[u8]) -> Result<Vec<u32>> {
-        let (b, fp) = split(hash, self.bucket_bits);
-        let (_, _, crc) = self.directory[b as usize];
+    /// The units holding a value with one of the fingerprints `fps` (sorted) of bucket
+    /// `b`, from the bucket's bytes (checked against the directory's checksum). One walk
+    /// of the bucket answers for every fingerprint: a join's keys ask hundreds of one.
+    pub fn lookup(&self, b: usize, fps: &[u32], bucket: &[u8]) -> Result<Vec<u32>> {
+        let (_, _, crc) = self.directory[b];
         if crc32c::crc32c(bucket) != crc {
             return Err(invalid("distinct bucket checksum mismatch"));
         }
+        let Some(&last) = fps.last() else {
+            return Ok(Vec::new());
+        };
         let units = self.spans.len() as u64;
+        let mut wanted = fps.iter().copied().peekable();
+        let mut found = Vec::new();
         let mut d = Decoder::new(bucket);
         while d.remaining() > 0 {
             let f = d.u32()?;
-            let mut found = Vec::new();
+            if f > last {
+                break;
+            }
+            while wanted.next_if(|&w| w < f).is_some() {}
+            let hit = wanted.next_if_eq(&f).is_some();
             if self.postings {
                 let n = d.varint()?;
                 if n > units {
@@ -400,19 +415,15 @@ impl DistinctHeader {
                     if u >= units {
                         return Err(invalid("distinct posting names no unit"));
                     }
-                    found.push(u as u32);
+                    if hit {
+                        found.push(u as u32);
+                    }
                 }
-            } else if !self.spans.is_empty() {
+            } else if hit && !self.spans.is_empty() {
                 found.push(0);
             }
-            if f == fp {
-                return Ok(found);
-            }
-            if f > fp {
-                break;
-            }
         }
-        Ok(Vec::new())
+        Ok(found)
     }
 }
 
@@ -432,9 +443,11 @@ pub fn check_all(payload: &[u8]) -> Result<DistinctHeader> {
 #[cfg(test)]
 pub fn lookup_in(payload: &[u8], hash: u64) -> Vec<u32> {
     let h = DistinctHeader::decode(payload, payload.len() as u64).unwrap();
-    let (off, len, _) = h.directory[h.bucket_of(hash)];
+    let (b, fp) = split(hash, h.bucket_bits);
+    let (off, len, _) = h.directory[b as usize];
     h.lookup(
-        hash,
+        b as usize,
+        &[fp],
         &payload[off as usize..(off + u64::from(len)) as usize],
     )
     .unwrap()
@@ -484,6 +497,41 @@ mod tests {
         assert!(lookup_in(&payload, hash_bytes(b"zzz")).is_empty());
         let h = check_all(&payload).unwrap();
         assert!(h.bucket_bits > 0, "5000 values get several buckets");
+    }
+
+    #[test]
+    fn one_walk_of_a_bucket_answers_for_every_value_asked_of_it() {
+        let mut b = DistinctBuilder::new(Granularity::Page);
+        let values: Vec<Vec<u8>> = (0..5000u32).map(|i| i.to_le_bytes().to_vec()).collect();
+        for (i, chunk) in values.chunks(100).enumerate() {
+            let chunk: Vec<&[u8]> = chunk.iter().map(|v| v.as_slice()).collect();
+            b.page(&page(i / 25, (i % 25) as u64 * 100, 100, &chunk));
+        }
+        let payload = b.finish();
+        let h = DistinctHeader::decode(&payload, payload.len() as u64).unwrap();
+        // Every fifth value, with values the index does not hold between them.
+        let asked: Vec<u64> = (0..5000u32)
+            .step_by(5)
+            .map(|i| hash_bytes(&i.to_le_bytes()))
+            .chain((9000..9500u32).map(|i| hash_bytes(&i.to_le_bytes())))
+            .collect();
+        let groups = h.by_bucket(&asked);
+        assert!(groups.len() > 1 && groups.iter().any(|(_, fps)| fps.len() > 1));
+        let mut together = Vec::new();
+        for (bucket, fps) in &groups {
+            assert!(fps.windows(2).all(|w| w[0] < w[1]), "sorted and distinct");
+            let (off, len, _) = h.directory[*bucket];
+            let bytes = &payload[off as usize..(off + u64::from(len)) as usize];
+            together.extend(h.lookup(*bucket, fps, bytes).unwrap());
+        }
+        together.sort_unstable();
+        together.dedup();
+        let mut one_by_one: Vec<u32> = asked.iter().flat_map(|&x| lookup_in(&payload, x)).collect();
+        one_by_one.sort_unstable();
+        one_by_one.dedup();
+        // Value i sits in page i / 100: every page holds one asked.
+        assert_eq!(together, (0..50).collect::<Vec<u32>>());
+        assert_eq!(together, one_by_one);
     }
 
     #[test]

@@ -28,6 +28,7 @@ use crate::plan::RowRanges;
 use crate::predicate::Predicate;
 use crate::prune::evidence::{Evidence, Report, Source};
 use crate::prune::planner::FileIndexEvidence;
+use crate::prune::statistics::{file_int_bounds, within_bounds_at};
 
 /// Which rows of a file may satisfy one leaf.
 #[derive(Debug, Clone)]
@@ -155,6 +156,8 @@ impl<'a> FileIndexes<'a> {
     /// index can answer for this leaf.
     pub fn verdict(&mut self, leaf: &Predicate) -> Option<LeafVerdict> {
         let (found, descr) = self.answering(leaf)?;
+        let narrowed = narrowed(self.md, leaf);
+        let leaf = narrowed.as_ref().unwrap_or(leaf);
         let mut out: Option<LeafVerdict> = None;
         for i in found {
             let units = match self.units_for(i, leaf, &descr) {
@@ -247,6 +250,8 @@ impl<'a> FileIndexes<'a> {
             let Some((found, descr)) = self.answering(leaf) else {
                 continue;
             };
+            let narrowed = narrowed(self.md, leaf);
+            let leaf = narrowed.as_ref().unwrap_or(leaf);
             for i in found {
                 if let Err(e) = self.open(i) {
                     self.skip(i, e);
@@ -406,6 +411,30 @@ impl Evidence for FileIndexes<'_> {
     }
 }
 
+/// `leaf` with its IN list cut to the values within the file's bounds, or `None` when
+/// the bounds leave out none. Every value an index is asked about is hashed (and a
+/// distinct index fetches its bucket), and most of a join's keys fall outside any one file
+/// of a sorted layout.
+fn narrowed(md: &ParquetMetaData, leaf: &Predicate) -> Option<Predicate> {
+    let Predicate::InList {
+        col,
+        values,
+        negated: false,
+    } = leaf
+    else {
+        return None;
+    };
+    if values.len() < 2 {
+        return None;
+    }
+    let at = within_bounds_at(values, &file_int_bounds(md, col)?);
+    (at.len() < values.len()).then(|| Predicate::InList {
+        col: col.clone(),
+        values: values.sublist(at),
+        negated: false,
+    })
+}
+
 /// Embedded indexes as the planner's evidence of an opened file.
 pub struct EmbeddedIndexes;
 
@@ -429,6 +458,7 @@ mod tests {
     use crate::index::spec::IndexSpec;
     use crate::io::IoStats;
     use crate::metadata::MetadataCache;
+    use crate::prune::parquet_bloom::probe_values;
     use crate::query::binding::Binding;
     use crate::testing::{int64s, write_file, Layout};
     use std::sync::Arc;
@@ -486,5 +516,44 @@ mod tests {
         // A leaf on no indexed column gets no answer.
         assert_eq!(indexes.row_group(0, &bind("u IS NULL")).unwrap(), None);
         assert!(indexes.report().read > 0);
+    }
+
+    #[test]
+    fn an_in_list_is_cut_to_the_files_bounds_before_an_index_is_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = indexed(dir.path());
+        let md = crate::metadata::read_metadata(&path, true, &MetadataCache::new(1 << 20))
+            .unwrap()
+            .metadata;
+        let file = StorageFile::open(&path, Arc::new(IoStats::default())).unwrap();
+        let binding = Binding::of(&md, &path, Vec::new()).unwrap();
+        let bind = |t: &str| binding.bind_where(Some(t), 0).unwrap().unwrap();
+        let value = (1234 * 7919) % 2000;
+        let alone = bind(&format!("u IN ({value}, -1)"));
+        // 500 keys above the file's largest value (1999), none of which it can hold.
+        let outside: Vec<String> = (5000..5500).map(|k| k.to_string()).collect();
+        let many = bind(&format!("u IN ({value}, {})", outside.join(", ")));
+
+        let cut = narrowed(&md, &many).expect("keys outside the bounds");
+        assert_eq!(cut.column(), many.column());
+        let Predicate::InList { values, .. } = &cut else {
+            panic!("an IN list")
+        };
+        let needle = bind(&format!("u = {value}"));
+        assert_eq!(values.as_slice(), probe_values(&needle).unwrap());
+
+        let fetched = |leaf: &Predicate| {
+            let mut indexes = FileIndexes::new(&file, &md);
+            indexes.prepare(&[leaf]).unwrap();
+            let rows = indexes.rows(1, leaf).unwrap().expect("a page-level answer");
+            assert_eq!(rows.ranges(), std::slice::from_ref(&(200..300)));
+            assert_eq!(indexes.row_group(0, leaf).unwrap(), Some(false));
+            indexes.report().bytes
+        };
+        // The distinct index fetches the buckets of the one key the file may hold, as
+        // for that key alone.
+        assert_eq!(fetched(&many), fetched(&alone));
+        // A list the bounds leave whole is not copied.
+        assert!(narrowed(&md, &bind(&format!("u IN ({value}, 7)"))).is_none());
     }
 }

@@ -233,6 +233,12 @@ impl ValueList {
         }))
     }
 
+    /// The values at `range` of this list, as a list of their own (still sorted and
+    /// distinct).
+    pub fn sublist(&self, range: std::ops::Range<usize>) -> Self {
+        Self::sorted(self.0.values[range].to_vec())
+    }
+
     pub fn as_slice(&self) -> &[Value] {
         &self.0.values
     }

@@ -253,14 +253,53 @@ pub fn bounds_usable(md: &ParquetMetaData, leaf: usize, col: &ColumnRef, legacy:
 /// integer bounds: the only ones the chunk may hold. All of `sorted` where the bounds are
 /// not integers. Two binary searches, since a join's keys may be millions.
 pub fn within_bounds<'a>(sorted: &'a [Value], s: &ChunkStats) -> &'a [Value] {
+    &sorted[within_bounds_at(sorted, s)]
+}
+
+/// Where [`within_bounds`] lies in `sorted`.
+pub fn within_bounds_at(sorted: &[Value], s: &ChunkStats) -> std::ops::Range<usize> {
     match (&s.min, &s.max) {
         (Some(min @ Value::Int(_)), Some(max @ Value::Int(_))) => {
             let start = sorted.partition_point(|v| v.sql_cmp(min).is_lt());
             let end = sorted.partition_point(|v| v.sql_cmp(max).is_le());
-            &sorted[start..end.max(start)]
+            start..end.max(start)
         }
-        _ => sorted,
+        _ => 0..sorted.len(),
     }
+}
+
+/// The integer bounds of `col` over every row group of the file, for narrowing a long IN
+/// list before an index hashes it; `None` when a row group holding values has none.
+pub fn file_int_bounds(md: &ParquetMetaData, col: &ColumnRef) -> Option<ChunkStats> {
+    let mut bounds: Option<(Value, Value)> = None;
+    let mut rows = 0u64;
+    for rg in 0..md.num_row_groups() {
+        let s = row_group_stats(md, rg, col)?;
+        rows += s.rows;
+        match (s.min, s.max) {
+            (Some(lo @ Value::Int(_)), Some(hi @ Value::Int(_))) => {
+                bounds = Some(match bounds {
+                    None => (lo, hi),
+                    Some((a, b)) => (
+                        if lo.sql_cmp(&a).is_lt() { lo } else { a },
+                        if hi.sql_cmp(&b).is_gt() { hi } else { b },
+                    ),
+                });
+            }
+            // A row group of NULLs holds no value an IN list can match.
+            _ if s.rows == 0 || s.null_count == Some(s.rows) => {}
+            _ => return None,
+        }
+    }
+    let (min, max) = bounds?;
+    Some(ChunkStats {
+        min: Some(min),
+        max: Some(max),
+        exact: true,
+        null_count: None,
+        rows,
+        all_null: false,
+    })
 }
 
 /// The footer statistics of `col` in row group `rg`, or `None` when there are none that
