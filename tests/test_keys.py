@@ -11,6 +11,7 @@ from typing import Any
 
 import pqindex
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from conftest import duckdb_referee
@@ -103,6 +104,49 @@ def test_a_distinct_index_prunes_an_unsorted_key(path: str, tmp_path: Path) -> N
     assert rows == rows_indexed == semi_join(path, keys, ["u"])
     assert plain["rows_selected"] == ROWS
     assert m["rows_selected"] <= 3 * 500, m
+
+
+def test_indexes_of_files_in_key_order_answer_for_many_keys(
+    table: pa.Table, tmp_path: Path
+) -> None:
+    """Files in key order, each with page distinct and bloom indexes on the key: a file is
+    asked only about the keys within its bounds, and every file answers as DuckDB does,
+    including one whose first row group holds only NULL keys."""
+    folder = tmp_path / "ordered"
+    folder.mkdir()
+    quarter = ROWS // 4
+    for i in range(4):
+        part = table.slice(i * quarter, quarter).select(["k", "u"])
+        # Every third value, so keys within a page's bounds may be absent from it.
+        part = part.set_column(0, "k", pc.multiply(part["k"], 3))
+        if i == 3:
+            nulls = pa.nulls(2_000, pa.int64())
+            part = pa.table(
+                {"k": pa.concat_arrays([nulls, part["k"].combine_chunks()[2_000:]]), "u": part["u"]}
+            )
+        out = folder / f"part-{i}.parquet"
+        pq.write_table(
+            part, out, row_group_size=2_000, max_rows_per_page=500, write_page_index=True
+        )
+        indexes = [pqindex.DistinctIndex("k"), pqindex.BloomIndex("k", granularity="page")]
+        pqindex.add_indexes(out, indexes)
+    rng = random.Random(11)
+    # Mostly keys no file holds (negative, or past the last), and a few within.
+    values = [rng.randrange(-(2**40), -1) for _ in range(20_000)]
+    values += [rng.randrange(3 * ROWS, 2**40) for _ in range(20_000)]
+    values += [*rng.sample(range(3 * ROWS), 90), None]
+    keys = pa.table({"k": pa.array(values, pa.int64())})
+    con = duckdb_referee()
+    con.register("keys", keys)
+    expected = sorted(
+        r[0]
+        for r in con.execute(
+            f"SELECT t.k FROM read_parquet('{folder}/*.parquet') t SEMI JOIN keys USING (k)"
+        ).fetchall()
+    )
+    rows, m = scan_keys(str(folder), keys, "k")
+    assert rows == expected and 20 < len(rows) <= 30
+    assert m["rows_pruned_by_index"] > 0 and m["rows_selected"] <= 30 * 500, m
 
 
 def test_several_key_columns_match_as_tuples(path: str) -> None:
