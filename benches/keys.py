@@ -8,7 +8,10 @@ left semi join), N from a hundred to a million, through pqindex and its peers.
 The keys are drawn at random (fixed seed) from ``1..max(l_orderkey)``: TPC-H uses one order
 key in four, so about a quarter of them hold rows. The fact table is compare.py's layout,
 shared with it under ``--data-dir`` (``sorted``: in key order with 20,000-row pages;
-``shuffled``: the same rows in random order, where every page holds keys).
+``shuffled``: the same rows in random order, where every page holds keys; ``small_files``:
+2,000 files in key order). ``small_files_distinct`` is made here: copies of the
+``small_files`` files, each with a page distinct index on ``l_orderkey`` (the index a join
+key gets; other engines read the same files and ignore it).
 
 Engines, each asked for the three narrow columns of compare.py:
 
@@ -53,6 +56,31 @@ def key_table(n: int, max_key: int, seed: int) -> Any:
     rng = np.random.default_rng(seed)
     keys = rng.choice(max_key, size=min(n, max_key), replace=False) + 1
     return pa.table({"k": pa.array(keys, pa.int64())})
+
+
+def distinct_layout(root: Path, raw: Path) -> Path:
+    """``small_files`` copied, with a page distinct index on ``l_orderkey`` in each file;
+    written once and kept while its marker exists."""
+    import shutil
+
+    import pqindex
+
+    out = root / "small_files_distinct"
+    if (out / compare.DONE).exists():
+        return out
+    source = next(lay for lay in compare.LAYOUTS if lay.name == "small_files")
+    plain = compare.build_layout(source, raw, root, None)
+    tmp = root / "small_files_distinct.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    index = pqindex.DistinctIndex("l_orderkey", granularity="page")
+    for f in compare.data_files(plain):
+        shutil.copyfile(f, tmp / f.name)
+        pqindex.add_indexes(str(tmp / f.name), [index])
+    (tmp / compare.DONE).touch()
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
 
 
 def engines(path: Path) -> dict[str, Callable[[Any], Any]]:
@@ -143,8 +171,11 @@ def main() -> None:
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     rows: list[dict[str, Any]] = []
     for name in args.layouts.split(","):
-        layout = next(lay for lay in compare.LAYOUTS if lay.name == name)
-        path = compare.build_layout(layout, raw, root, None)
+        if name == "small_files_distinct":
+            path = distinct_layout(root, raw)
+        else:
+            layout = next(lay for lay in compare.LAYOUTS if lay.name == name)
+            path = compare.build_layout(layout, raw, root, None)
         runners = {k: v for k, v in engines(path).items() if k in wanted}
         for n in counts:
             keys = key_table(n, max_key, args.seed)
