@@ -482,17 +482,23 @@ mod tests {
         path
     }
 
-    #[test]
-    fn a_page_index_answers_for_the_file_its_row_groups_and_its_pages() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = indexed(dir.path());
+    /// The file of [`indexed`], opened: its footer with the page index, and its binding.
+    fn opened(dir: &std::path::Path) -> (Arc<ParquetMetaData>, StorageFile, Binding) {
+        let path = indexed(dir);
         let md = crate::metadata::read_metadata(&path, true, &MetadataCache::new(1 << 20))
             .unwrap()
             .metadata;
         let file = StorageFile::open(&path, Arc::new(IoStats::default())).unwrap();
+        let binding = Binding::of(&md, &path, Vec::new()).unwrap();
+        (md, file, binding)
+    }
+
+    #[test]
+    fn a_page_index_answers_for_the_file_its_row_groups_and_its_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let (md, file, binding) = opened(dir.path());
         let mut indexes = FileIndexes::new(&file, &md);
         assert!(!indexes.is_empty() && indexes.warnings.is_empty());
-        let binding = Binding::of(&md, &path, Vec::new()).unwrap();
         let bind = |t: &str| binding.bind_where(Some(t), 0).unwrap().unwrap();
 
         // Row 1234 holds u = (1234 * 7919) % 2000: row group 1, its page 2.
@@ -521,12 +527,7 @@ mod tests {
     #[test]
     fn an_in_list_is_cut_to_the_files_bounds_before_an_index_is_asked() {
         let dir = tempfile::tempdir().unwrap();
-        let path = indexed(dir.path());
-        let md = crate::metadata::read_metadata(&path, true, &MetadataCache::new(1 << 20))
-            .unwrap()
-            .metadata;
-        let file = StorageFile::open(&path, Arc::new(IoStats::default())).unwrap();
-        let binding = Binding::of(&md, &path, Vec::new()).unwrap();
+        let (md, file, binding) = opened(dir.path());
         let bind = |t: &str| binding.bind_where(Some(t), 0).unwrap().unwrap();
         let value = (1234 * 7919) % 2000;
         let alone = bind(&format!("u IN ({value}, -1)"));
