@@ -119,6 +119,10 @@ impl IndexProbe for DistinctProbe {
         &self.header.spans
     }
 
+    fn distinct_values(&self) -> Option<u64> {
+        Some(self.header.distinct_values)
+    }
+
     fn wanted(&self, leaf: &Predicate, column: &ColumnDescriptor) -> Vec<std::ops::Range<u64>> {
         let Some(hashes) = leaf_hashes(leaf, column.physical_type(), column.type_length()) else {
             return Vec::new();
@@ -296,6 +300,8 @@ fn split(h: u64, k: u32) -> (u32, u32) {
 pub struct DistinctHeader {
     pub bucket_bits: u32,
     pub postings: bool,
+    /// Distinct values in the whole file.
+    pub distinct_values: u64,
     pub spans: Vec<Span>,
     /// (offset from the payload start, length, crc32c) of each bucket.
     pub directory: Vec<(u64, u32, u32)>,
@@ -331,7 +337,7 @@ impl DistinctHeader {
             return Err(invalid(format!("distinct index with {k} bucket bits")));
         }
         let flags = d.u32()?;
-        let _distinct_values = d.u64()?;
+        let distinct_values = d.u64()?;
         let spans = decode_spans(&mut d)?;
         let nb = 1usize << k;
         if nb.saturating_mul(DIRECTORY_ENTRY) > d.remaining() {
@@ -356,6 +362,7 @@ impl DistinctHeader {
         Ok(DistinctHeader {
             bucket_bits: k,
             postings: flags & FLAG_POSTINGS != 0,
+            distinct_values,
             spans,
             directory,
         })

@@ -21,6 +21,7 @@ use crate::index::kind::{IndexKind, IndexProbe};
 use crate::index::locator::{locators, Granularity, Locator};
 use crate::index::registry;
 use crate::index::span::{check_spans, WHOLE_FILE};
+use crate::index::worth;
 use crate::io::StorageFile;
 use crate::metadata::page_index::has_page_index;
 use crate::metadata::schema::leaves_named;
@@ -71,7 +72,10 @@ impl LeafVerdict {
 enum State {
     Unread,
     Open(Box<dyn IndexProbe>),
+    /// Damaged or not fitting the file: reported.
     Skipped,
+    /// Opened, then set aside as not worth asking for this scan ([`worth::pays`]).
+    Declined,
 }
 
 struct Entry {
@@ -91,6 +95,7 @@ pub struct FileIndexes<'a> {
     verdicts: Vec<(Predicate, Option<LeafVerdict>)>,
     pub warnings: Vec<String>,
     pub indexes_read: u64,
+    indexes_declined: u64,
     /// Bytes of index blocks fetched for planning: heads (or whole blocks) with the page
     /// index, then the sections lookups need.
     bytes_fetched: std::cell::Cell<u64>,
@@ -144,6 +149,7 @@ impl<'a> FileIndexes<'a> {
             verdicts: Vec::new(),
             warnings,
             indexes_read: 0,
+            indexes_declined: 0,
             bytes_fetched: std::cell::Cell::new(0),
         }
     }
@@ -235,23 +241,27 @@ impl<'a> FileIndexes<'a> {
             .filter(|&i| {
                 let e = &self.entries[i];
                 e.locator.columns == [name.clone()]
-                    && !matches!(e.state, State::Skipped)
+                    && !matches!(e.state, State::Skipped | State::Declined)
                     && e.kind.answers(leaf)
             })
             .collect();
         Some((found, descr))
     }
 
-    /// Open every index that may answer for `leaves` and fetch, at once, what each will
+    /// Open every index that may answer for a leaf of `pred`, set aside those not worth
+    /// asking in `row_groups` ([`worth::pays`]), and fetch, at once, what the others will
     /// read to answer (buckets, bloom rows).
-    fn fetch_for(&mut self, leaves: &[&Predicate]) -> Result<()> {
-        let mut ranges = Vec::new();
-        for leaf in leaves {
+    fn fetch_for(&mut self, pred: &Predicate, row_groups: &[usize]) -> Result<()> {
+        // Per index: the leaves it will be asked about, and the ranges they read.
+        let mut asked: Vec<(Vec<&Predicate>, Vec<Range<u64>>)> = (0..self.entries.len())
+            .map(|_| Default::default())
+            .collect();
+        for leaf in pred.leaves() {
             let Some((found, descr)) = self.answering(leaf) else {
                 continue;
             };
             let narrowed = narrowed(self.md, leaf);
-            let leaf = narrowed.as_ref().unwrap_or(leaf);
+            let cut = narrowed.as_ref().unwrap_or(leaf);
             for i in found {
                 if let Err(e) = self.open(i) {
                     self.skip(i, e);
@@ -259,14 +269,33 @@ impl<'a> FileIndexes<'a> {
                 }
                 if let State::Open(probe) = &self.entries[i].state {
                     let base = self.entries[i].locator.offset + HEADER_LEN as u64;
-                    ranges.extend(
+                    asked[i].0.push(leaf);
+                    asked[i].1.extend(
                         probe
-                            .wanted(leaf, &descr)
+                            .wanted(cut, &descr)
                             .into_iter()
                             .map(|r| base + r.start..base + r.end),
                     );
                 }
             }
+        }
+        let mut ranges = Vec::new();
+        for (i, (leaves, wanted)) in asked.into_iter().enumerate() {
+            let State::Open(probe) = &self.entries[i].state else {
+                continue;
+            };
+            if leaves.is_empty() {
+                continue;
+            }
+            let cost: u64 = wanted.iter().map(|r| r.end - r.start).sum();
+            let distinct = probe.distinct_values();
+            let spans = probe.spans();
+            if !worth::pays(spans, self.md, pred, row_groups, &leaves, distinct, cost) {
+                self.entries[i].state = State::Declined;
+                self.indexes_declined += 1;
+                continue;
+            }
+            ranges.extend(wanted);
         }
         if !ranges.is_empty() {
             let bytes: u64 = ranges.iter().map(|r| r.end - r.start).sum();
@@ -389,8 +418,8 @@ impl Evidence for FileIndexes<'_> {
         })
     }
 
-    fn prepare(&mut self, leaves: &[&Predicate]) -> Result<()> {
-        self.fetch_for(leaves)
+    fn prepare(&mut self, pred: &Predicate, row_groups: &[usize]) -> Result<()> {
+        self.fetch_for(pred, row_groups)
     }
 
     fn report(&self) -> Report {
@@ -406,6 +435,7 @@ impl Evidence for FileIndexes<'_> {
             used,
             read: self.indexes_read,
             bytes: self.bytes_fetched.get(),
+            declined: self.indexes_declined,
             warnings: self.warnings.clone(),
         }
     }
@@ -545,7 +575,7 @@ mod tests {
 
         let fetched = |leaf: &Predicate| {
             let mut indexes = FileIndexes::new(&file, &md);
-            indexes.prepare(&[leaf]).unwrap();
+            indexes.prepare(leaf, &[0, 1]).unwrap();
             let rows = indexes.rows(1, leaf).unwrap().expect("a page-level answer");
             assert_eq!(rows.ranges(), std::slice::from_ref(&(200..300)));
             assert_eq!(indexes.row_group(0, leaf).unwrap(), Some(false));

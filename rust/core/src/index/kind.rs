@@ -149,6 +149,12 @@ pub trait IndexProbe: Send {
     /// The rows each unit covers.
     fn spans(&self) -> &[Span];
 
+    /// How many distinct values the column holds in the whole file, where the index
+    /// knows.
+    fn distinct_values(&self) -> Option<u64> {
+        None
+    }
+
     /// Payload ranges `units` will read for `leaf` that it has not read yet, so planning
     /// can fetch those of every leaf and index at once.
     fn wanted(&self, _leaf: &Predicate, _column: &ColumnDescriptor) -> Vec<std::ops::Range<u64>> {

@@ -30,4 +30,5 @@ pub mod testing;
 pub mod text;
 pub mod token;
 pub mod verify;
+pub mod worth;
 pub mod writer_lock;

@@ -114,6 +114,9 @@ counters! {
             /// Bytes of embedded indexes fetched for planning (part of bytes_read).
             index_bytes_read,
             indexes_skipped,
+            /// Embedded indexes opened but not asked: the values asked about are almost
+            /// surely in every unit they could rule out.
+            indexes_declined,
             files_pruned_by_catalog,
             /// Files a table's own per-file statistics ruled out.
             files_pruned_by_table_stats,

@@ -57,6 +57,8 @@ pub struct Report {
     pub read: u64,
     /// Bytes of them fetched.
     pub bytes: u64,
+    /// Structures not read because they were not expected to pay for their bytes.
+    pub declined: u64,
     /// Structures that could not be used, and why: the source skipped them.
     pub warnings: Vec<String>,
 }
@@ -91,9 +93,11 @@ pub trait Evidence {
         false
     }
 
-    /// Fetch at once what answering for `leaves` will read, once the planning ranges are
-    /// in (a lookup index's buckets, say), so those reads cost one round trip together.
-    fn prepare(&mut self, _leaves: &[&Predicate]) -> Result<()> {
+    /// Fetch at once what answering for `pred`'s leaves in `row_groups` will read, once
+    /// the planning ranges are in (a lookup index's buckets, say), so those reads cost one
+    /// round trip together. A source may set aside here what would cost more to read than
+    /// it is expected to save; that changes what is read, never which rows come back.
+    fn prepare(&mut self, _pred: &Predicate, _row_groups: &[usize]) -> Result<()> {
         Ok(())
     }
 

@@ -235,13 +235,27 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
             // Leaves whose Parquet blooms would rule out nothing more: those embedded
             // indexes answer for, and in a file of one row group those the catalog's
             // file-level blooms already answered.
-            let mut answered = answered(pred, indexes.as_deref());
-            if md.num_row_groups() == 1 && ctx.adapter.is_none() {
-                answered.extend(by_catalog);
-            }
-            prefetch(pred, &file, &md, &access, &answered, indexes.as_deref(), &m)?;
+            let by_catalog = if md.num_row_groups() == 1 && ctx.adapter.is_none() {
+                by_catalog
+            } else {
+                Vec::new()
+            };
+            let answered = |ix: Option<&dyn Evidence>| {
+                let mut a = answered(pred, ix);
+                a.extend(&by_catalog);
+                a
+            };
+            prefetch(
+                pred,
+                &file,
+                &md,
+                &access,
+                &answered(indexes.as_deref()),
+                indexes.as_deref(),
+                &m,
+            )?;
             if let Some(ix) = indexes.as_deref_mut() {
-                ix.prepare(&pred.leaves())?;
+                ix.prepare(pred, &access.kept())?;
                 if !file_may_match(pred, &mut [ix])? {
                     m.row_groups_pruned_by_index.set(access.kept().len() as u64);
                     let report = ix.report();
@@ -253,7 +267,8 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
                 }
             }
             // 5. Row groups by Parquet bloom filters (where they can pay), then by
-            // embedded indexes.
+            // embedded indexes (those not set aside as not worth asking).
+            let answered = answered(indexes.as_deref());
             let mut blooms =
                 ParquetBlooms::new(&file, &md, &m.bloom_filters_read).without(answered.clone());
             let mut pages = PageIndex::new(ctx, &file, &md, &m);
@@ -645,6 +660,7 @@ fn record_report(m: &Metrics, report: &Report, warnings: &mut Vec<String>) {
     m.indexes_read.set(report.read);
     m.index_bytes_read.set(report.bytes);
     m.indexes_skipped.set(report.warnings.len() as u64);
+    m.indexes_declined.set(report.declined);
     warnings.splice(0..0, report.warnings.iter().cloned());
 }
 

@@ -70,12 +70,13 @@ fn explain(scan: &Scan) -> String {
         m.row_groups_pruned_by_index.get(),
         m.row_groups_pruned_by_page_index.get()
     );
-    if m.indexes_read.get() > 0 || m.indexes_skipped.get() > 0 {
+    if m.indexes_read.get() > 0 || m.indexes_skipped.get() > 0 || m.indexes_declined.get() > 0 {
         let _ = writeln!(
             s,
-            "  indexes:     {} embedded indexes read, {} skipped; they ruled out {} more rows within kept row groups",
+            "  indexes:     {} embedded indexes read, {} skipped, {} not worth asking; they ruled out {} more rows within kept row groups",
             m.indexes_read.get(),
             m.indexes_skipped.get(),
+            m.indexes_declined.get(),
             m.rows_pruned_by_index.get()
         );
     }
