@@ -212,8 +212,11 @@ def why(m: dict[str, Any]) -> str:
         parts.append(f"{m['files_pruned']} of {m['files']} files skipped")
     if m.get("pages"):
         parts.append(f"{m['pages'] - m['pages_pruned']} of {m['pages']} pages kept")
-    if m.get("indexes_read"):
-        parts.append(f"{m['indexes_read']} indexes used ({m.get('index_bytes_read', 0):,} B)")
+    used = m.get("indexes_read", 0) - m.get("indexes_declined", 0)
+    if used:
+        parts.append(f"{used} indexes used ({m.get('index_bytes_read', 0):,} B)")
+    if m.get("indexes_declined"):
+        parts.append(f"{m['indexes_declined']} indexes not worth asking")
     return "; ".join(parts)
 
 
