@@ -181,6 +181,8 @@ def encode_struct(s: Struct) -> bytes:
 
 # FileMetaData
 FMD_SCHEMA, FMD_NUM_ROWS, FMD_ROW_GROUPS = 2, 3, 4
+# SchemaElement
+SE_NUM_CHILDREN = 5
 # RowGroup
 RG_COLUMNS, RG_NUM_ROWS = 1, 3
 # ColumnChunk
@@ -466,6 +468,48 @@ def test_footer_list_declaring_2_pow_31_entries(tmp_path: Path, which: str) -> N
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(with_footer(data, fmd))
     assert_invalid(run_limited(bad))
+
+
+def test_schema_element_claiming_2_pow_31_children(tmp_path: Path) -> None:
+    """A group's child count is a plain integer, which the parquet crate reserves a vector
+    for before it reads the children: five bytes asking for 16 GiB."""
+    data = write(tmp_path / "ok.parquet")
+    fmd = footer(data)
+    fmd[FMD_SCHEMA][1].items[0][SE_NUM_CHILDREN] = (I32, I32_MAX)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(with_footer(data, fmd))
+    assert_invalid(run_limited(bad), "children")
+
+
+def test_row_groups_declared_as_many_as_the_bytes_left(tmp_path: Path) -> None:
+    """Forty million row groups, each an empty struct (one stop byte): the list fits the
+    bytes left at a byte an element, yet the parquet crate would reserve forty million row
+    groups (about 4 GB) before finding the first one lacks its required fields."""
+    n = 40_000_000
+    data = write(tmp_path / "ok.parquet")
+    fmd = footer(data)
+    fmd[FMD_ROW_GROUPS] = (LIST, ThriftList(STRUCT, [Raw(bytes(n))], declared=n))
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(with_footer(data, fmd))
+    assert_invalid(run_limited(bad), "row groups")
+
+
+def test_offset_index_declaring_as_many_pages_as_its_bytes(tmp_path: Path) -> None:
+    """A chunk's OffsetIndex replaced by one of a hundred million empty page locations
+    (a stop byte each): 2.4 GB reserved by the parquet crate, were the count not checked
+    against the bytes a page location takes."""
+    n = 100_000_000
+    data = write(tmp_path / "ok.parquet", write_page_index=True)
+    fmd = footer(data)
+    body_end = len(data) - 8 - struct.unpack("<I", data[-8:-4])[0]
+    index = encode_struct({1: (LIST, ThriftList(STRUCT, [Raw(bytes(n))], declared=n))})
+    chunk = fmd[FMD_ROW_GROUPS][1].items[0][RG_COLUMNS][1].items[0]
+    chunk[CC_OFFSET_INDEX_OFFSET] = (I64, body_end)
+    chunk[CC_OFFSET_INDEX_LENGTH] = (I32, len(index))
+    body = encode_struct(fmd)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(data[:body_end] + index + body + struct.pack("<I", len(body)) + b"PAR1")
+    assert_invalid(run_limited(bad, "k = 77"), "page locations")
 
 
 def test_footer_claiming_1gib_in_a_small_file(tmp_path: Path) -> None:

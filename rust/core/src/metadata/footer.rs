@@ -7,6 +7,7 @@
 //! the page index are walked with pqindex's own bounds-checked reader: no list may claim
 //! more elements than it has bytes left.
 
+use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use parquet::errors::ParquetError;
@@ -14,7 +15,8 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataR
 
 use crate::error::{panic_message, Error, Result};
 use crate::io::StorageFile;
-use crate::metadata::page_index::page_index_ranges;
+use crate::metadata::page_index::{offset_index_ranges, page_index_ranges};
+use crate::metadata::reserved_counts::{footer_counts, offset_index_counts};
 use crate::metadata::thrift::{struct_fits, Reader, T_STRUCT};
 
 const MAGIC: &[u8; 4] = b"PAR1";
@@ -79,7 +81,9 @@ pub fn read_footer(file: &StorageFile) -> Result<ParquetMetaData> {
     } else {
         file.read_range(size - needed, needed as usize)?
     };
-    well_formed(&buf[..footer_len as usize], "footer")
+    let footer = &buf[..footer_len as usize];
+    well_formed(footer, "footer")
+        .and_then(|()| footer_counts(footer))
         .map_err(|e| Error::invalid_file(path, format!("corrupt metadata: {e}")))?;
     guarded(path, || {
         let mut reader = ParquetMetaDataReader::new();
@@ -122,10 +126,13 @@ fn check_page_index(file: &StorageFile, metadata: &ParquetMetaData) -> Result<()
     let Some(bytes) = file.prefetched(start..end) else {
         return Ok(());
     };
-    for r in ranges {
-        let own = &bytes[(r.start - start) as usize..(r.end - start) as usize];
-        well_formed(own, "page index")
-            .map_err(|e| Error::invalid_file(path, format!("corrupt page index: {e}")))?;
+    let own = |r: &Range<u64>| &bytes[(r.start - start) as usize..(r.end - start) as usize];
+    let corrupt = |e| Error::invalid_file(path, format!("corrupt page index: {e}"));
+    for r in &ranges {
+        well_formed(own(r), "page index").map_err(corrupt)?;
+    }
+    for r in offset_index_ranges(metadata) {
+        offset_index_counts(own(&r)).map_err(corrupt)?;
     }
     Ok(())
 }

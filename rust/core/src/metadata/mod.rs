@@ -9,6 +9,7 @@ pub mod footer;
 pub mod footer_splice;
 pub mod page_header;
 pub mod page_index;
+pub mod reserved_counts;
 pub mod schema;
 pub mod tables;
 pub mod thrift;

@@ -42,6 +42,20 @@ pub fn dictionary_range(md: &ParquetMetaData, rg: usize, leaf: usize) -> Option<
     (first > start).then_some(start..first)
 }
 
+/// Where each column chunk's OffsetIndex is.
+pub fn offset_index_ranges(md: &ParquetMetaData) -> Vec<Range<u64>> {
+    md.row_groups()
+        .iter()
+        .flat_map(|g| g.columns())
+        .filter_map(|c| {
+            checked_range(
+                c.offset_index_offset(),
+                c.offset_index_length().map(i64::from),
+            )
+        })
+        .collect()
+}
+
 /// A byte range from an offset and a length read off a footer, if both are sane.
 pub fn checked_range(offset: Option<i64>, length: Option<i64>) -> Option<Range<u64>> {
     let o = u64::try_from(offset?).ok()?;

@@ -48,7 +48,7 @@ impl<'a> Reader<'a> {
         format!("{}: {msg} (at byte {})", self.what, self.pos)
     }
 
-    fn remaining(&self) -> usize {
+    pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
@@ -154,6 +154,23 @@ impl<'a> Reader<'a> {
         Ok(Some((id, ty)))
     }
 
+    /// A list or set header: its element type and its size, which must fit in the bytes
+    /// left at a byte an element (an empty list may carry any element type).
+    pub fn list_header(&mut self) -> Result<(u8, u64), String> {
+        let header = self.byte()?;
+        let short_size = header >> 4;
+        let size = if short_size == 15 {
+            self.varint()?
+        } else {
+            u64::from(short_size)
+        };
+        if size == 0 {
+            return Ok((header & 0x0f, 0));
+        }
+        let elem = element_type(header & 0x0f).map_err(|e| self.err(e))?;
+        Ok((elem, self.check_count(size, 1, "list")?))
+    }
+
     /// Skips one value of type `ty` found inside a struct at nesting level `depth`.
     /// Booleans carry no payload here: their value is the type nibble itself.
     pub fn skip_value(&mut self, ty: u8, depth: usize) -> Result<(), String> {
@@ -170,19 +187,8 @@ impl<'a> Reader<'a> {
             }
             T_LIST | T_SET => {
                 let depth = self.enter(depth)?;
-                let header = self.byte()?;
-                let short_size = header >> 4;
-                let size = if short_size == 15 {
-                    self.varint()?
-                } else {
-                    u64::from(short_size)
-                };
-                if size == 0 {
-                    // Some writers put element type 0 on empty lists; nothing to skip.
-                    return Ok(());
-                }
-                let elem = element_type(header & 0x0f).map_err(|e| self.err(e))?;
-                let size = self.check_count(size, 1, "list")?;
+                // Some writers put element type 0 on empty lists; nothing to skip.
+                let (elem, size) = self.list_header()?;
                 for _ in 0..size {
                     self.skip_element(elem, depth)?;
                 }
@@ -219,7 +225,7 @@ impl<'a> Reader<'a> {
 
     /// Skips one list, set or map element. Unlike struct fields, booleans here occupy a
     /// byte of their own (1 = true; 0 or 2 = false, since writers disagree).
-    fn skip_element(&mut self, ty: u8, depth: usize) -> Result<(), String> {
+    pub fn skip_element(&mut self, ty: u8, depth: usize) -> Result<(), String> {
         if ty == T_BOOL_TRUE || ty == T_BOOL_FALSE {
             return match self.byte()? {
                 0..=2 => Ok(()),

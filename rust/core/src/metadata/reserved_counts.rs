@@ -1,0 +1,196 @@
+//! Counts in a footer or an offset index that the parquet crate reserves memory for
+//! before it reads what they count: the children of a schema element, the row groups of
+//! a file, the page locations of an offset index. The generic walk
+//! ([`crate::metadata::thrift::struct_fits`]) lets a list claim a byte an element, and a
+//! child count is a plain integer it does not look at; five bytes claiming two billion
+//! children would have the crate ask for 16 GiB. Each count here must fit in what is left
+//! at the least size its elements take on the wire.
+
+use crate::metadata::thrift::{Reader, T_I32, T_LIST, T_STRUCT};
+
+/// The least bytes a `RowGroup` takes: its `columns` field and list header, one
+/// `ColumnChunk` (`file_offset` and a stop), `num_rows`, `total_byte_size`, and a stop.
+const MIN_ROW_GROUP_BYTES: u64 = 10;
+/// The least bytes a `PageLocation` takes: three required integers and a stop.
+const MIN_PAGE_LOCATION_BYTES: u64 = 7;
+
+/// Check the `FileMetaData` struct at the start of `buf` (already walked whole): each
+/// schema element's `num_children` within the schema's elements, and the row groups
+/// within the bytes left.
+pub fn footer_counts(buf: &[u8]) -> Result<(), String> {
+    let mut r = Reader::new(buf, "footer");
+    let mut last = 0i16;
+    while let Some((id, ty)) = r.field_header(&mut last)? {
+        match (id, ty) {
+            (2, T_LIST) => {
+                let (elem, elements) = r.list_header()?;
+                for _ in 0..elements {
+                    if elem != T_STRUCT {
+                        r.skip_element(elem, 2)?;
+                        continue;
+                    }
+                    schema_element(&mut r, elements)?;
+                }
+            }
+            (4, T_LIST) => {
+                let (_, groups) = r.list_header()?;
+                return fits(&r, groups, MIN_ROW_GROUP_BYTES, "row groups");
+            }
+            _ => r.skip_value(ty, 1)?,
+        }
+    }
+    Ok(())
+}
+
+/// Check the `OffsetIndex` struct at the start of `buf`: its page locations within the
+/// bytes left.
+pub fn offset_index_counts(buf: &[u8]) -> Result<(), String> {
+    let mut r = Reader::new(buf, "offset index");
+    let mut last = 0i16;
+    while let Some((id, ty)) = r.field_header(&mut last)? {
+        if (id, ty) == (1, T_LIST) {
+            let (_, pages) = r.list_header()?;
+            return fits(&r, pages, MIN_PAGE_LOCATION_BYTES, "page locations");
+        }
+        r.skip_value(ty, 1)?;
+    }
+    Ok(())
+}
+
+/// One `SchemaElement` of a schema of `elements` elements: a group has fewer children
+/// than the schema has elements.
+fn schema_element(r: &mut Reader, elements: u64) -> Result<(), String> {
+    let mut last = 0i16;
+    while let Some((id, ty)) = r.field_header(&mut last)? {
+        if (id, ty) == (5, T_I32) {
+            let children = r.zigzag()?;
+            if u64::try_from(children).map_or(true, |c| c >= elements) {
+                return Err(r.err(format!(
+                    "a schema element claims {children} children in a schema of {elements} elements"
+                )));
+            }
+        } else {
+            r.skip_value(ty, 3)?;
+        }
+    }
+    Ok(())
+}
+
+fn fits(r: &Reader, count: u64, least: u64, what: &str) -> Result<(), String> {
+    if count.saturating_mul(least) > r.remaining() as u64 {
+        return Err(r.err(format!(
+            "{count} {what} cannot fit in the {} bytes left",
+            r.remaining()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::page_index::offset_index_ranges;
+    use crate::testing::{int64s, write_file, Layout};
+
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    fn list(elem: u8, n: u64, out: &mut Vec<u8>) {
+        if n < 15 {
+            out.push(((n as u8) << 4) | elem);
+        } else {
+            out.push(0xF0 | elem);
+            varint(n, out);
+        }
+    }
+
+    /// A FileMetaData: version, a schema of a root with `children` children and one
+    /// INT64 leaf, num_rows, then a row-group list declaring `groups` groups, each an
+    /// empty struct.
+    fn footer(children: i64, groups: u64) -> Vec<u8> {
+        let mut f = vec![0x15, 0x02]; // 1: version = 1
+        f.push(0x19); // 2: schema, a list
+        list(T_STRUCT, 2, &mut f);
+        f.extend([0x48, 1, b'r', 0x15]); // root: 4 name "r", 5 num_children
+        varint(((children << 1) ^ (children >> 63)) as u64, &mut f);
+        f.push(0);
+        f.extend([0x15, 0x04, 0x25, 0x00, 0x18, 1, b'x', 0]); // leaf: type, repetition, name
+        f.extend([0x16, 0x02]); // 3: num_rows = 1
+        f.push(0x19); // 4: row_groups
+        list(T_STRUCT, groups, &mut f);
+        f.extend(std::iter::repeat_n(0u8, groups as usize));
+        f.push(0);
+        f
+    }
+
+    #[test]
+    fn a_footer_and_offset_index_as_writers_write_them_fit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(
+            dir.path(),
+            "t.parquet",
+            vec![("k", int64s(0..10_000)), ("v", int64s(0..10_000))],
+            Layout {
+                row_group_size: 3_000,
+                page_rows: Some(500),
+                ..Default::default()
+            },
+        );
+        let bytes = std::fs::read(&path).unwrap();
+        let n = bytes.len();
+        let len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;
+        footer_counts(&bytes[n - 8 - len..n - 8]).unwrap();
+        let md = crate::metadata::read_metadata(
+            &path,
+            false,
+            &crate::metadata::MetadataCache::new(1 << 20),
+        )
+        .unwrap()
+        .metadata;
+        let ranges = offset_index_ranges(&md);
+        assert_eq!(ranges.len(), 8);
+        for r in ranges {
+            offset_index_counts(&bytes[r.start as usize..r.end as usize]).unwrap();
+        }
+        assert_eq!(footer_counts(&footer(1, 0)), Ok(()));
+    }
+
+    #[test]
+    fn a_group_claiming_more_children_than_the_schema_holds_is_refused() {
+        for children in [2, i64::from(i32::MAX), -1] {
+            let e = footer_counts(&footer(children, 1)).unwrap_err();
+            assert!(e.contains(&format!("claims {children} children")), "{e}");
+        }
+    }
+
+    #[test]
+    fn more_row_groups_than_the_bytes_left_can_hold_are_refused() {
+        // Ten empty structs fit the walk's byte an element, not a row group's ten bytes.
+        let e = footer_counts(&footer(1, 10)).unwrap_err();
+        assert!(e.contains("10 row groups cannot fit"), "{e}");
+        let mut fine = footer(1, 0);
+        fine.extend([0; 20]);
+        assert_eq!(footer_counts(&fine), Ok(()));
+    }
+
+    #[test]
+    fn more_page_locations_than_the_bytes_left_can_hold_are_refused() {
+        let mut index = vec![0x19];
+        list(T_STRUCT, 1_000, &mut index);
+        index.extend([0; 1_001]);
+        let e = offset_index_counts(&index).unwrap_err();
+        assert!(e.contains("1000 page locations cannot fit"), "{e}");
+        let mut fine = vec![0x19];
+        list(T_STRUCT, 2, &mut fine);
+        // offset, compressed_page_size, first_row_index, stop: twice.
+        fine.extend([
+            0x16, 8, 0x15, 2, 0x16, 0, 0, 0x16, 10, 0x15, 2, 0x16, 2, 0, 0,
+        ]);
+        assert_eq!(offset_index_counts(&fine), Ok(()));
+    }
+}
