@@ -481,6 +481,36 @@ def test_schema_element_claiming_2_pow_31_children(tmp_path: Path) -> None:
     assert_invalid(run_limited(bad), "children")
 
 
+def test_a_schema_nested_to_the_limit_is_planned_and_deeper_is_refused(tmp_path: Path) -> None:
+    """The parquet crate builds a schema's tree by recursion, a level a group: a chain of
+    100,000 groups overflowed the stack (a segfault). 256 levels, root included, are
+    accepted and planned (pyarrow itself refuses to read past 100)."""
+    arr: pa.Array = pa.array(range(10), pa.int64())
+    for _ in range(255):
+        arr = pa.StructArray.from_arrays([arr], names=["x"])
+    deep = tmp_path / "deep.parquet"
+    pq.write_table(pa.table({"s": arr}), deep, store_schema=False)
+    code = (
+        "import pqindex, sys\n"
+        "s = pqindex.scan(sys.argv[1], where='s' + '.x' * 255 + ' > 3')\n"
+        "print(s.metrics()['rows_selected'])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(deep)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[-1] == "10"
+
+    data = write(tmp_path / "ok.parquet")
+    fmd = footer(data)
+    root, k, _ = fmd[FMD_SCHEMA][1].items
+    chain = [{4: (BINARY, b"g"), 3: (I32, 0), 5: (I32, 1)} for _ in range(100_000)]
+    fmd[FMD_SCHEMA][1].items = [{**root, SE_NUM_CHILDREN: (I32, 1)}, *chain, k]
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(with_footer(data, fmd))
+    assert_invalid(run_limited(bad), "nests deeper than 256")
+
+
 def test_row_groups_declared_as_many_as_the_bytes_left(tmp_path: Path) -> None:
     """Forty million row groups, each an empty struct (one stop byte): the list fits the
     bytes left at a byte an element, yet the parquet crate would reserve forty million row

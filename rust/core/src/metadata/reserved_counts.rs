@@ -4,7 +4,9 @@
 //! ([`crate::metadata::thrift::struct_fits`]) lets a list claim a byte an element, and a
 //! child count is a plain integer it does not look at; five bytes claiming two billion
 //! children would have the crate ask for 16 GiB. Each count here must fit in what is left
-//! at the least size its elements take on the wire.
+//! at the least size its elements take on the wire. The crate also builds the schema's
+//! tree by recursion, a level a group: a schema nested a hundred thousand deep overflowed
+//! the stack, so nesting is bounded too.
 
 use crate::metadata::thrift::{Reader, T_I32, T_LIST, T_STRUCT};
 
@@ -13,10 +15,13 @@ use crate::metadata::thrift::{Reader, T_I32, T_LIST, T_STRUCT};
 const MIN_ROW_GROUP_BYTES: u64 = 10;
 /// The least bytes a `PageLocation` takes: three required integers and a stop.
 const MIN_PAGE_LOCATION_BYTES: u64 = 7;
+/// Deepest schema accepted, counting the root as level 1: far beyond any real nesting,
+/// and a few hundred kilobytes of stack for the recursions that walk it.
+pub const MAX_SCHEMA_DEPTH: usize = 256;
 
 /// Check the `FileMetaData` struct at the start of `buf` (already walked whole): each
-/// schema element's `num_children` within the schema's elements, and the row groups
-/// within the bytes left.
+/// schema element's `num_children` within the schema's elements, the schema's depth, and
+/// the row groups within the bytes left.
 pub fn footer_counts(buf: &[u8]) -> Result<(), String> {
     let mut r = Reader::new(buf, "footer");
     let mut last = 0i16;
@@ -24,12 +29,28 @@ pub fn footer_counts(buf: &[u8]) -> Result<(), String> {
         match (id, ty) {
             (2, T_LIST) => {
                 let (elem, elements) = r.list_header()?;
+                // Children still to come of each group enclosing the next element.
+                let mut open: Vec<u64> = Vec::new();
                 for _ in 0..elements {
                     if elem != T_STRUCT {
                         r.skip_element(elem, 2)?;
                         continue;
                     }
-                    schema_element(&mut r, elements)?;
+                    if let Some(left) = open.last_mut() {
+                        *left = left.saturating_sub(1);
+                    }
+                    let children = schema_element(&mut r, elements)?;
+                    if children > 0 {
+                        open.push(children);
+                        if open.len() > MAX_SCHEMA_DEPTH {
+                            return Err(r.err(format!(
+                                "the schema nests deeper than {MAX_SCHEMA_DEPTH} levels"
+                            )));
+                        }
+                    }
+                    while open.last() == Some(&0) {
+                        open.pop();
+                    }
                 }
             }
             (4, T_LIST) => {
@@ -57,23 +78,25 @@ pub fn offset_index_counts(buf: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// One `SchemaElement` of a schema of `elements` elements: a group has fewer children
-/// than the schema has elements.
-fn schema_element(r: &mut Reader, elements: u64) -> Result<(), String> {
+/// One `SchemaElement` of a schema of `elements` elements, and its children (none for a
+/// leaf): a group has fewer children than the schema has elements.
+fn schema_element(r: &mut Reader, elements: u64) -> Result<u64, String> {
     let mut last = 0i16;
+    let mut children = 0;
     while let Some((id, ty)) = r.field_header(&mut last)? {
         if (id, ty) == (5, T_I32) {
-            let children = r.zigzag()?;
-            if u64::try_from(children).map_or(true, |c| c >= elements) {
-                return Err(r.err(format!(
-                    "a schema element claims {children} children in a schema of {elements} elements"
-                )));
-            }
+            let claimed = r.zigzag()?;
+            children = match u64::try_from(claimed) {
+                Ok(c) if c < elements => c,
+                _ => return Err(r.err(format!(
+                    "a schema element claims {claimed} children in a schema of {elements} elements"
+                ))),
+            };
         } else {
             r.skip_value(ty, 3)?;
         }
     }
-    Ok(())
+    Ok(children)
 }
 
 fn fits(r: &Reader, count: u64, least: u64, what: &str) -> Result<(), String> {
@@ -166,6 +189,37 @@ mod tests {
             let e = footer_counts(&footer(children, 1)).unwrap_err();
             assert!(e.contains(&format!("claims {children} children")), "{e}");
         }
+    }
+
+    /// A FileMetaData whose schema is a chain of `depth` groups (the root first) ending
+    /// in one leaf.
+    fn chain(depth: usize) -> Vec<u8> {
+        let mut f = vec![0x29]; // 2: schema
+        list(T_STRUCT, depth as u64 + 1, &mut f);
+        for _ in 0..depth {
+            f.extend([0x48, 1, b'g', 0x15, 0x02, 0]); // name "g", num_children 1
+        }
+        f.extend([0x15, 0x04, 0x25, 0x00, 0x18, 1, b'x', 0]);
+        f.push(0);
+        f
+    }
+
+    #[test]
+    fn a_schema_nested_deeper_than_the_limit_is_refused() {
+        assert_eq!(footer_counts(&chain(MAX_SCHEMA_DEPTH)), Ok(()));
+        let e = footer_counts(&chain(MAX_SCHEMA_DEPTH + 1)).unwrap_err();
+        assert!(e.contains("nests deeper than 256"), "{e}");
+        // Wide is not deep: a root of a thousand leaves.
+        let mut wide = vec![0x29];
+        list(T_STRUCT, 1_001, &mut wide);
+        wide.extend([0x48, 1, b'r', 0x15]);
+        varint(2_000, &mut wide);
+        wide.push(0);
+        for _ in 0..1_000 {
+            wide.extend([0x15, 0x04, 0x25, 0x00, 0x18, 1, b'x', 0]);
+        }
+        wide.push(0);
+        assert_eq!(footer_counts(&wide), Ok(()));
     }
 
     #[test]
