@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use parquet::bloom_filter::Sbbf;
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::ParquetMetaData;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -22,6 +22,7 @@ use crate::index::bloom::{BloomBuilder, BloomIndex};
 use crate::index::column_values::for_each_page;
 use crate::index::locator::Granularity;
 use crate::io::{FileIdentity, IoStats, StorageFile};
+use crate::metadata::footer::decode_tail;
 use crate::metadata::schema::file_schemas;
 use crate::metadata::schema::leaves_named;
 use crate::metadata::MetadataCache;
@@ -98,9 +99,7 @@ impl CatalogEntry {
 
     /// The file's metadata, page index included.
     pub fn metadata(&self) -> Result<ParquetMetaData> {
-        ParquetMetaDataReader::new()
-            .with_page_index_policy(PageIndexPolicy::Optional)
-            .parse_and_finish(&self.footer)
+        decode_tail(&self.path, &self.footer)
             .map_err(|e| Error::Source(format!("{}: catalog footer unreadable: {e}", self.path)))
     }
 }

@@ -10,6 +10,7 @@
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use bytes::Bytes;
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
 
@@ -88,6 +89,43 @@ pub fn read_footer(file: &StorageFile) -> Result<ParquetMetaData> {
     guarded(path, || {
         let mut reader = ParquetMetaDataReader::new();
         reader.try_parse_sized(&buf, size)?;
+        reader.finish()
+    })
+}
+
+/// Decode a footer and its page index laid out as `ParquetMetaDataWriter` writes them (a
+/// catalog keeps each file's so), with the checks a file's own footer and page index get;
+/// `path` names them in errors.
+pub fn decode_tail(path: &str, tail: &Bytes) -> Result<ParquetMetaData> {
+    let n = tail.len();
+    let corrupt = |e: String| Error::invalid_file(path, format!("corrupt metadata: {e}"));
+    if n < 8 || &tail[n - 4..] != b"PAR1" {
+        return Err(corrupt("a serialised footer must end with PAR1".into()));
+    }
+    let len = u32::from_le_bytes([tail[n - 8], tail[n - 7], tail[n - 6], tail[n - 5]]) as usize;
+    let Some(start) = (n - 8).checked_sub(len) else {
+        return Err(corrupt(format!("a footer of {len} bytes in {n}")));
+    };
+    let footer = &tail[start..n - 8];
+    well_formed(footer, "footer")
+        .and_then(|()| footer_counts(footer))
+        .map_err(corrupt)?;
+    let md = guarded(path, || ParquetMetaDataReader::decode_metadata(footer))?;
+    let ranges = page_index_ranges(&md);
+    if ranges.iter().any(|r| r.end > start as u64) {
+        return Err(corrupt("a page index outside its bytes".into()));
+    }
+    let own = |r: &Range<u64>| &tail[r.start as usize..r.end as usize];
+    for r in &ranges {
+        well_formed(own(r), "page index").map_err(corrupt)?;
+    }
+    for r in offset_index_ranges(&md) {
+        offset_index_counts(own(&r)).map_err(corrupt)?;
+    }
+    guarded(path, || {
+        let mut reader = ParquetMetaDataReader::new_with_metadata(md)
+            .with_page_index_policy(PageIndexPolicy::Optional);
+        reader.read_page_indexes(tail)?;
         reader.finish()
     })
 }
@@ -173,5 +211,68 @@ fn guarded<T>(path: &str, f: impl FnOnce() -> Result<T, ParquetError>) -> Result
             path,
             format!("corrupt metadata: {}", panic_message(&*panic)),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metadata::{read_metadata, MetadataCache};
+    use crate::testing::{int64s, write_file, Layout};
+
+    /// A file's footer and page index as a catalog keeps them.
+    fn tail() -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_file(
+            dir.path(),
+            "t.parquet",
+            vec![("k", int64s(0..5_000)), ("v", int64s(0..5_000))],
+            Layout {
+                row_group_size: 2_000,
+                page_rows: Some(500),
+                ..Default::default()
+            },
+        );
+        let md = read_metadata(&path, true, &MetadataCache::new(1 << 20))
+            .unwrap()
+            .metadata;
+        let mut out = Vec::new();
+        parquet::file::metadata::ParquetMetaDataWriter::new(&mut out, &md)
+            .finish()
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn a_serialised_tail_decodes_with_its_page_index() {
+        let md = decode_tail("t", &Bytes::from(tail())).unwrap();
+        assert_eq!(md.num_row_groups(), 3);
+        assert_eq!(md.offset_index().unwrap()[2][1].page_locations().len(), 2);
+    }
+
+    #[test]
+    fn a_serialised_tail_claiming_two_billion_children_is_refused() {
+        let good = tail();
+        let n = good.len();
+        let len = u32::from_le_bytes(good[n - 8..n - 4].try_into().unwrap()) as usize;
+        let start = n - 8 - len;
+        // The root's name, then its num_children (2, zigzag 4) in a short field header.
+        let name = b"arrow_schema";
+        let at = good[start..]
+            .windows(name.len())
+            .position(|w| w == name)
+            .unwrap()
+            + start
+            + name.len();
+        assert_eq!(good[at..at + 2], [0x15, 0x04]);
+        let mut bad = good[..at + 1].to_vec();
+        bad.extend([0xFE, 0xFF, 0xFF, 0xFF, 0x0F]); // zigzag of i32::MAX
+        bad.extend(&good[at + 2..n - 8]);
+        bad.extend(((len + 4) as u32).to_le_bytes());
+        bad.extend(b"PAR1");
+        let e = decode_tail("t", &Bytes::from(bad)).unwrap_err().to_string();
+        assert!(e.contains("claims 2147483647 children"), "{e}");
+        let e = decode_tail("t", &Bytes::from(good[..n - 1].to_vec())).unwrap_err();
+        assert!(e.to_string().contains("PAR1"), "{e}");
     }
 }

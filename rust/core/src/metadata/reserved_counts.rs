@@ -88,9 +88,11 @@ fn schema_element(r: &mut Reader, elements: u64) -> Result<u64, String> {
             let claimed = r.zigzag()?;
             children = match u64::try_from(claimed) {
                 Ok(c) if c < elements => c,
-                _ => return Err(r.err(format!(
+                _ => {
+                    return Err(r.err(format!(
                     "a schema element claims {claimed} children in a schema of {elements} elements"
-                ))),
+                )))
+                }
             };
         } else {
             r.skip_value(ty, 3)?;
