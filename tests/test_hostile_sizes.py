@@ -542,6 +542,62 @@ def test_offset_index_declaring_as_many_pages_as_its_bytes(tmp_path: Path) -> No
     assert_invalid(run_limited(bad, "k = 77"), "page locations")
 
 
+MUTATIONS = textwrap.dedent(
+    """
+    import json, random, resource, sys
+    import pqindex
+
+    def status(field):
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+
+    src, work, count, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    resource.setrlimit(resource.RLIMIT_AS, (status("VmSize") + limit, resource.RLIM_INFINITY))
+    data = open(src, "rb").read()
+    footer = int.from_bytes(data[-8:-4], "little")
+    # The footer and what precedes it: the page index, then the last data pages.
+    start = max(4, len(data) - 8 - 3 * footer)
+    rng = random.Random(20261127)
+    out = {"read": 0, "refused": 0}
+    for i in range(count):
+        bad = bytearray(data)
+        for _ in range(rng.randint(1, 3)):
+            bad[rng.randrange(start, len(data) - 8)] = rng.randrange(256)
+        path = f"{work}/{i % 2}.parquet"
+        with open(path, "wb") as f:
+            f.write(bad)
+        pqindex.clear_metadata_cache()
+        try:
+            pqindex.read_metadata(path)
+            out["read"] += 1
+        except pqindex.PqindexError:
+            out["refused"] += 1
+    print(json.dumps(out))
+    """
+)
+
+
+def test_mutated_footers_and_page_indexes_are_read_or_refused(tmp_path: Path) -> None:
+    """Bytes of a footer and page index changed at random, one to three at a time: each
+    file's metadata is read or refused with a typed error, within the address-space
+    limit (a child that dies, or raises anything else, fails the test)."""
+    src = tmp_path / "ok.parquet"
+    pq.write_table(table(), src, row_group_size=1_000, write_page_index=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", MUTATIONS, str(src), str(tmp_path), "4000", str(ADDRESS_LIMIT)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "RUST_BACKTRACE": "0"},
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["read"] + out["refused"] == 4000
+    assert out["refused"] > 400 and out["read"] > 400, out
+
+
 def test_footer_claiming_1gib_in_a_small_file(tmp_path: Path) -> None:
     data = bytearray(write(tmp_path / "ok.parquet"))
     data[-8:-4] = struct.pack("<I", 1 << 30)

@@ -7,7 +7,6 @@
 //! the page index are walked with pqindex's own bounds-checked reader: no list may claim
 //! more elements than it has bytes left.
 
-use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use bytes::Bytes;
@@ -18,7 +17,6 @@ use crate::error::{panic_message, Error, Result};
 use crate::io::StorageFile;
 use crate::metadata::page_index::{offset_index_ranges, page_index_ranges};
 use crate::metadata::reserved_counts::{footer_counts, offset_index_counts};
-use crate::metadata::thrift::{struct_fits, Reader, T_STRUCT};
 
 const MAGIC: &[u8; 4] = b"PAR1";
 
@@ -82,9 +80,7 @@ pub fn read_footer(file: &StorageFile) -> Result<ParquetMetaData> {
     } else {
         file.read_range(size - needed, needed as usize)?
     };
-    let footer = &buf[..footer_len as usize];
-    well_formed(footer, "footer")
-        .and_then(|()| footer_counts(footer))
+    footer_counts(&buf[..footer_len as usize])
         .map_err(|e| Error::invalid_file(path, format!("corrupt metadata: {e}")))?;
     guarded(path, || {
         let mut reader = ParquetMetaDataReader::new();
@@ -107,20 +103,14 @@ pub fn decode_tail(path: &str, tail: &Bytes) -> Result<ParquetMetaData> {
         return Err(corrupt(format!("a footer of {len} bytes in {n}")));
     };
     let footer = &tail[start..n - 8];
-    well_formed(footer, "footer")
-        .and_then(|()| footer_counts(footer))
-        .map_err(corrupt)?;
+    footer_counts(footer).map_err(corrupt)?;
     let md = guarded(path, || ParquetMetaDataReader::decode_metadata(footer))?;
     let ranges = page_index_ranges(&md);
     if ranges.iter().any(|r| r.end > start as u64) {
         return Err(corrupt("a page index outside its bytes".into()));
     }
-    let own = |r: &Range<u64>| &tail[r.start as usize..r.end as usize];
-    for r in &ranges {
-        well_formed(own(r), "page index").map_err(corrupt)?;
-    }
     for r in offset_index_ranges(&md) {
-        offset_index_counts(own(&r)).map_err(corrupt)?;
+        offset_index_counts(&tail[r.start as usize..r.end as usize]).map_err(corrupt)?;
     }
     guarded(path, || {
         let mut reader = ParquetMetaDataReader::new_with_metadata(md)
@@ -130,18 +120,8 @@ pub fn decode_tail(path: &str, tail: &Bytes) -> Result<ParquetMetaData> {
     })
 }
 
-/// Walk the Thrift struct in `buf` without building it: every list, map and string it
-/// declares must fit in the bytes left.
-fn well_formed(buf: &[u8], what: &'static str) -> Result<(), String> {
-    if struct_fits(buf) {
-        return Ok(());
-    }
-    let mut r = Reader::new(buf, what);
-    r.skip_value(T_STRUCT, 0)
-}
-
-/// Fetch the page index of `metadata` (one range, as the parquet crate reads it) and walk
-/// each of its structs.
+/// Fetch the page index of `metadata` (one range, as the parquet crate reads it) and
+/// check the counts of its offset indexes.
 fn check_page_index(file: &StorageFile, metadata: &ParquetMetaData) -> Result<()> {
     let ranges = page_index_ranges(metadata);
     let (Some(start), Some(end)) = (
@@ -164,13 +144,10 @@ fn check_page_index(file: &StorageFile, metadata: &ParquetMetaData) -> Result<()
     let Some(bytes) = file.prefetched(start..end) else {
         return Ok(());
     };
-    let own = |r: &Range<u64>| &bytes[(r.start - start) as usize..(r.end - start) as usize];
-    let corrupt = |e| Error::invalid_file(path, format!("corrupt page index: {e}"));
-    for r in &ranges {
-        well_formed(own(r), "page index").map_err(corrupt)?;
-    }
     for r in offset_index_ranges(metadata) {
-        offset_index_counts(own(&r)).map_err(corrupt)?;
+        let own = &bytes[(r.start - start) as usize..(r.end - start) as usize];
+        offset_index_counts(own)
+            .map_err(|e| Error::invalid_file(path, format!("corrupt page index: {e}")))?;
     }
     Ok(())
 }

@@ -1,12 +1,16 @@
-//! Counts in a footer or an offset index that the parquet crate reserves memory for
-//! before it reads what they count: the children of a schema element, the row groups of
-//! a file, the page locations of an offset index. The generic walk
-//! ([`crate::metadata::thrift::struct_fits`]) lets a list claim a byte an element, and a
-//! child count is a plain integer it does not look at; five bytes claiming two billion
-//! children would have the crate ask for 16 GiB. Each count here must fit in what is left
-//! at the least size its elements take on the wire. The crate also builds the schema's
-//! tree by recursion, a level a group: a schema nested a hundred thousand deep overflowed
-//! the stack, so nesting is bounded too.
+//! What the parquet crate does not bound when it decodes a footer or an offset index
+//! (it is handed every footer and page index only after these checks).
+//!
+//! The crate bounds every list it decodes element by element: a list may not claim more
+//! elements than there are bytes left. Three counts it reserves memory for before it
+//! reads what they count escape that: the children of a schema element (a plain integer:
+//! five bytes claiming two billion children had it ask for 16 GiB), the row groups of a
+//! file and the page locations of an offset index (lists it reserves for itself: about a
+//! hundred bytes a row group, 24 a page location). Each must fit in what is left at
+//! the least size its elements take on the wire. It also builds the schema's tree by
+//! recursion, a level a group: a schema nested a hundred thousand deep overflowed the
+//! stack, so nesting is bounded too. Strings are slices of the input, skipped fields stop
+//! at a depth of 64, and a panic is caught (`footer::guarded`).
 
 use crate::metadata::thrift::{Reader, T_I32, T_LIST, T_STRUCT};
 
@@ -19,7 +23,7 @@ const MIN_PAGE_LOCATION_BYTES: u64 = 7;
 /// and a few hundred kilobytes of stack for the recursions that walk it.
 pub const MAX_SCHEMA_DEPTH: usize = 256;
 
-/// Check the `FileMetaData` struct at the start of `buf` (already walked whole): each
+/// Check the `FileMetaData` struct at the start of `buf`: each
 /// schema element's `num_children` within the schema's elements, the schema's depth, and
 /// the row groups within the bytes left.
 pub fn footer_counts(buf: &[u8]) -> Result<(), String> {
