@@ -8,7 +8,11 @@
 //! expected to be ruled out with ([`chance_unit_ruled_out`]), as their share of their row
 //! group's compressed bytes, are weighed against the bytes the lookups read. The estimate
 //! errs towards asking: where it has no model (strings, patterns, missing bounds) the
-//! index is asked, and a scan's rows never depend on it.
+//! index is asked, and a scan's rows never depend on it. The model takes values to be
+//! spread evenly over the bounds; a layout that clusters them in a way the bounds do not
+//! show (row groups of one region each, whose keys span the same range) defeats it, so
+//! each unit keeps at least [`CLUSTERED`] of a chance: an index whose lookups cost less
+//! than that share of the bytes it could rule out is always asked.
 
 use parquet::file::metadata::ParquetMetaData;
 
@@ -17,6 +21,9 @@ use crate::predicate::value::Value;
 use crate::predicate::Predicate;
 use crate::prune::bloom_odds::{chance_unit_ruled_out, Coverage, Unit};
 use crate::prune::statistics::file_int_bounds;
+
+/// The least chance a unit is taken to be ruled out with, whatever the model says.
+const CLUSTERED: f64 = 0.01;
 
 /// Whether an index with units `spans`, asked about `asked` (leaves of `pred`), may save
 /// more bytes of `row_groups` than the `cost` bytes its lookups read. `distinct` is how
@@ -52,13 +59,13 @@ pub fn pays(
     for s in spans {
         if s.row_group == WHOLE_FILE {
             let all: f64 = row_groups.iter().map(|&rg| chance(rg, rows(rg))).product();
-            saved += all * row_groups.iter().map(|&rg| bytes(rg)).sum::<f64>();
+            saved += all.max(CLUSTERED) * row_groups.iter().map(|&rg| bytes(rg)).sum::<f64>();
             continue;
         }
         let rg = s.row_group as usize;
         if row_groups.contains(&rg) && rows(rg) > 0 {
             let share = s.rows.min(rows(rg)) as f64 / rows(rg) as f64;
-            saved += chance(rg, s.rows) * share * bytes(rg);
+            saved += chance(rg, s.rows).max(CLUSTERED) * share * bytes(rg);
         }
     }
     saved >= cost as f64
@@ -157,5 +164,41 @@ mod tests {
         assert_eq!(s.metric("indexes_declined"), Some(1));
         assert_eq!(s.metric("indexes_read"), Some(2));
         assert!(s.metric("pages_pruned").unwrap() >= 7, "{:?}", s.metrics());
+    }
+
+    #[test]
+    fn an_index_over_row_groups_clustered_unseen_by_their_bounds_is_asked() {
+        // Row groups of 20,000 rows: the first half holds even parts, the second odd ones,
+        // each spanning 0-999, so the bounds cannot tell them apart (nor can the model).
+        let dir = tempfile::tempdir().unwrap();
+        let n = 100_000i64;
+        let part = (0..n).map(|i| {
+            if i < n / 2 {
+                i * 2 % 1000
+            } else {
+                (i * 2 + 1) % 1000
+            }
+        });
+        let path = write_file(
+            dir.path(),
+            "t.parquet",
+            vec![("k", int64s(0..n)), ("part", int64s(part))],
+            Layout {
+                row_group_size: 20_000,
+                ..Default::default()
+            },
+        );
+        let spec = IndexSpec::new("distinct", "part", Some(Granularity::Page), &[]).unwrap();
+        add_indexes(&path, &[spec]).unwrap();
+        let (rows, s) = scan_keys(&path, "part IN (1, 3, 5, 7, 9)");
+        assert_eq!(rows.len(), 500);
+        assert!(rows.iter().all(|&k| k >= n / 2));
+        assert_eq!(s.metric("indexes_declined"), Some(0));
+        assert_eq!(
+            s.metric("row_groups_pruned_by_index"),
+            Some(2),
+            "{:?}",
+            s.metrics()
+        );
     }
 }
