@@ -240,7 +240,7 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
             } else {
                 Vec::new()
             };
-            let answered = |ix: Option<&dyn Evidence>| {
+            let with_catalog = |ix: Option<&dyn Evidence>| {
                 let mut a = answered(pred, ix);
                 a.extend(&by_catalog);
                 a
@@ -250,7 +250,7 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
                 &file,
                 &md,
                 &access,
-                &answered(indexes.as_deref()),
+                &with_catalog(indexes.as_deref()),
                 indexes.as_deref(),
                 &m,
             )?;
@@ -268,7 +268,7 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
             }
             // 5. Row groups by Parquet bloom filters (where they can pay), then by
             // embedded indexes (those not set aside as not worth asking).
-            let answered = answered(indexes.as_deref());
+            let answered = with_catalog(indexes.as_deref());
             let mut blooms =
                 ParquetBlooms::new(&file, &md, &m.bloom_filters_read).without(answered.clone());
             let mut pages = PageIndex::new(ctx, &file, &md, &m);
