@@ -16,9 +16,9 @@ use crate::metadata::thrift::{Reader, T_I32, T_LIST, T_STRUCT};
 
 /// The least bytes a `RowGroup` takes: its `columns` field and list header, one
 /// `ColumnChunk` (`file_offset` and a stop), `num_rows`, `total_byte_size`, and a stop.
-const MIN_ROW_GROUP_BYTES: u64 = 10;
+const MIN_ROW_GROUP_BYTES: usize = 10;
 /// The least bytes a `PageLocation` takes: three required integers and a stop.
-const MIN_PAGE_LOCATION_BYTES: u64 = 7;
+const MIN_PAGE_LOCATION_BYTES: usize = 7;
 /// Deepest schema accepted, counting the root as level 1: far beyond any real nesting,
 /// and a few hundred kilobytes of stack for the recursions that walk it.
 pub const MAX_SCHEMA_DEPTH: usize = 256;
@@ -59,7 +59,9 @@ pub fn footer_counts(buf: &[u8]) -> Result<(), String> {
             }
             (4, T_LIST) => {
                 let (_, groups) = r.list_header()?;
-                return fits(&r, groups, MIN_ROW_GROUP_BYTES, "row groups");
+                return r
+                    .check_count(groups, MIN_ROW_GROUP_BYTES, "row groups")
+                    .map(drop);
             }
             _ => r.skip_value(ty, 1)?,
         }
@@ -75,7 +77,9 @@ pub fn offset_index_counts(buf: &[u8]) -> Result<(), String> {
     while let Some((id, ty)) = r.field_header(&mut last)? {
         if (id, ty) == (1, T_LIST) {
             let (_, pages) = r.list_header()?;
-            return fits(&r, pages, MIN_PAGE_LOCATION_BYTES, "page locations");
+            return r
+                .check_count(pages, MIN_PAGE_LOCATION_BYTES, "page locations")
+                .map(drop);
         }
         r.skip_value(ty, 1)?;
     }
@@ -103,16 +107,6 @@ fn schema_element(r: &mut Reader, elements: u64) -> Result<u64, String> {
         }
     }
     Ok(children)
-}
-
-fn fits(r: &Reader, count: u64, least: u64, what: &str) -> Result<(), String> {
-    if count.saturating_mul(least) > r.remaining() as u64 {
-        return Err(r.err(format!(
-            "{count} {what} cannot fit in the {} bytes left",
-            r.remaining()
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -232,7 +226,7 @@ mod tests {
     fn more_row_groups_than_the_bytes_left_can_hold_are_refused() {
         // Ten empty structs fit the walk's byte an element, not a row group's ten bytes.
         let e = footer_counts(&footer(1, 10)).unwrap_err();
-        assert!(e.contains("10 row groups cannot fit"), "{e}");
+        assert!(e.contains("row groups of 10 elements cannot fit"), "{e}");
         let mut fine = footer(1, 0);
         fine.extend([0; 20]);
         assert_eq!(footer_counts(&fine), Ok(()));
@@ -244,7 +238,10 @@ mod tests {
         list(T_STRUCT, 1_000, &mut index);
         index.extend([0; 1_001]);
         let e = offset_index_counts(&index).unwrap_err();
-        assert!(e.contains("1000 page locations cannot fit"), "{e}");
+        assert!(
+            e.contains("page locations of 1000 elements cannot fit"),
+            "{e}"
+        );
         let mut fine = vec![0x19];
         list(T_STRUCT, 2, &mut fine);
         // offset, compressed_page_size, first_row_index, stop: twice.

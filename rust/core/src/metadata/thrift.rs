@@ -48,7 +48,7 @@ impl<'a> Reader<'a> {
         format!("{}: {msg} (at byte {})", self.what, self.pos)
     }
 
-    pub fn remaining(&self) -> usize {
+    fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
@@ -118,7 +118,12 @@ impl<'a> Reader<'a> {
     /// and must not claim more elements than there are bytes left, since every element
     /// takes at least `min_elem_bytes` bytes. This rejects absurd sizes up front
     /// instead of looping until the input runs out.
-    fn check_count(&self, count: u64, min_elem_bytes: usize, what: &str) -> Result<u64, String> {
+    pub fn check_count(
+        &self,
+        count: u64,
+        min_elem_bytes: usize,
+        what: &str,
+    ) -> Result<u64, String> {
         let fits = i32::try_from(count).is_ok();
         let room = (self.remaining() / min_elem_bytes) as u64;
         if !fits || count > room {
