@@ -95,7 +95,7 @@ pub fn read_footer(file: &StorageFile) -> Result<ParquetMetaData> {
 pub fn decode_tail(path: &str, tail: &Bytes) -> Result<ParquetMetaData> {
     let n = tail.len();
     let corrupt = |e: String| Error::invalid_file(path, format!("corrupt metadata: {e}"));
-    if n < 8 || &tail[n - 4..] != b"PAR1" {
+    if n < 8 || &tail[n - 4..] != MAGIC {
         return Err(corrupt("a serialised footer must end with PAR1".into()));
     }
     let len = u32::from_le_bytes([tail[n - 8], tail[n - 7], tail[n - 6], tail[n - 5]]) as usize;
@@ -109,9 +109,7 @@ pub fn decode_tail(path: &str, tail: &Bytes) -> Result<ParquetMetaData> {
     if ranges.iter().any(|r| r.end > start as u64) {
         return Err(corrupt("a page index outside its bytes".into()));
     }
-    for r in offset_index_ranges(&md) {
-        offset_index_counts(&tail[r.start as usize..r.end as usize]).map_err(corrupt)?;
-    }
+    offset_indexes_fit(&md, tail, 0).map_err(corrupt)?;
     guarded(path, || {
         let mut reader = ParquetMetaDataReader::new_with_metadata(md)
             .with_page_index_policy(PageIndexPolicy::Optional);
@@ -144,10 +142,15 @@ fn check_page_index(file: &StorageFile, metadata: &ParquetMetaData) -> Result<()
     let Some(bytes) = file.prefetched(start..end) else {
         return Ok(());
     };
+    offset_indexes_fit(metadata, &bytes, start)
+        .map_err(|e| Error::invalid_file(path, format!("corrupt page index: {e}")))
+}
+
+/// Check the counts of every OffsetIndex of `metadata` in `bytes`, which start at file
+/// offset `start` and hold them all.
+fn offset_indexes_fit(metadata: &ParquetMetaData, bytes: &[u8], start: u64) -> Result<(), String> {
     for r in offset_index_ranges(metadata) {
-        let own = &bytes[(r.start - start) as usize..(r.end - start) as usize];
-        offset_index_counts(own)
-            .map_err(|e| Error::invalid_file(path, format!("corrupt page index: {e}")))?;
+        offset_index_counts(&bytes[(r.start - start) as usize..(r.end - start) as usize])?;
     }
     Ok(())
 }
