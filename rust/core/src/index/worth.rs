@@ -56,6 +56,8 @@ pub fn pays(
         chance_unit_ruled_out(pred, md, rg, unit, &coverage)
     };
     let mut saved = 0.0;
+    // Pages of a row group mostly hold the same rows: their chance is the same.
+    let mut last: Option<((usize, u64), f64)> = None;
     for s in spans {
         if s.row_group == WHOLE_FILE {
             let all: f64 = row_groups.iter().map(|&rg| chance(rg, rows(rg))).product();
@@ -65,7 +67,12 @@ pub fn pays(
         let rg = s.row_group as usize;
         if row_groups.contains(&rg) && rows(rg) > 0 {
             let share = s.rows.min(rows(rg)) as f64 / rows(rg) as f64;
-            saved += chance(rg, s.rows).max(CLUSTERED) * share * bytes(rg);
+            let c = match last {
+                Some((key, c)) if key == (rg, s.rows) => c,
+                _ => chance(rg, s.rows),
+            };
+            last = Some(((rg, s.rows), c));
+            saved += c.max(CLUSTERED) * share * bytes(rg);
         }
     }
     saved >= cost as f64
