@@ -298,9 +298,11 @@ def write(path: Path, compression: str = "snappy", **kw: Any) -> bytes:
 
 # --- running a scan in a limited child ----------------------------------------------------
 
-CHILD = textwrap.dedent(
+#: What every limited child starts with: ``status(field)`` reads its /proc/self/status in
+#: bytes, and ``limit(extra)`` caps its address space at ``extra`` above what it holds now.
+LIMITED = textwrap.dedent(
     """
-    import json, resource, sys, time
+    import json, resource, sys
     import pqindex, pyarrow
 
     def status(field):
@@ -309,8 +311,17 @@ CHILD = textwrap.dedent(
                 if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
 
-    path, where, limit = sys.argv[1], sys.argv[2] or None, int(sys.argv[3])
-    resource.setrlimit(resource.RLIMIT_AS, (status("VmSize") + limit, resource.RLIM_INFINITY))
+    def limit(extra):
+        resource.setrlimit(resource.RLIMIT_AS, (status("VmSize") + extra, resource.RLIM_INFINITY))
+    """
+)
+
+CHILD = LIMITED + textwrap.dedent(
+    """
+    import time
+
+    path, where = sys.argv[1], sys.argv[2] or None
+    limit(int(sys.argv[3]))
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
     base = status("VmRSS")
@@ -542,19 +553,12 @@ def test_offset_index_declaring_as_many_pages_as_its_bytes(tmp_path: Path) -> No
     assert_invalid(run_limited(bad, "k = 77"), "page locations")
 
 
-MUTATIONS = textwrap.dedent(
+MUTATIONS = LIMITED + textwrap.dedent(
     """
-    import json, random, resource, sys
-    import pqindex
+    import random
 
-    def status(field):
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-
-    src, work, count, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    resource.setrlimit(resource.RLIMIT_AS, (status("VmSize") + limit, resource.RLIM_INFINITY))
+    src, work, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    limit(int(sys.argv[4]))
     data = open(src, "rb").read()
     footer = int.from_bytes(data[-8:-4], "little")
     # The footer and what precedes it: the page index, then the last data pages.
