@@ -489,6 +489,12 @@ EDGE_PREDICATES = [
     "\"f32\" IN (CAST('NaN' AS FLOAT), 2.5)",
     '"f32" = 0.1',
     '"f32" > 3e38',
+    # IN lists past the length searched through a set rather than compared value by value.
+    "\"f64\" IN (CAST('NaN' AS DOUBLE), -0.0, 5e-324, "
+    + ", ".join(f"{i}.5" for i in range(40))
+    + ")",
+    '"f64" NOT IN (-0.0, 1e308, ' + ", ".join(f"{i}.25" for i in range(-20, 20)) + ")",
+    "\"f32\" IN (CAST('NaN' AS FLOAT), 0.1, " + ", ".join(f"{i}.5" for i in range(40)) + ")",
     '"f32" = 16777217',
     # Unsigned values above the signed maximum (stored as negative INT32/INT64 bits).
     '"u64" = 18446744073709551615',

@@ -187,6 +187,8 @@ struct Listed {
     ints: OnceLock<Option<IntSet>>,
     /// The search set for string and binary columns (`None`: not every value is bytes).
     bytes: OnceLock<Option<ByteSet>>,
+    /// The search set for float columns (`None`: not every value is a float).
+    floats: OnceLock<Option<FloatSet>>,
 }
 
 impl ValueList {
@@ -230,6 +232,7 @@ impl ValueList {
             values,
             ints: OnceLock::new(),
             bytes: OnceLock::new(),
+            floats: OnceLock::new(),
         }))
     }
 
@@ -278,6 +281,24 @@ impl ValueList {
                         _ => None,
                     })
                     .collect::<Option<ByteSet>>()
+            })
+            .as_ref()
+    }
+}
+
+impl ValueList {
+    fn floats(&self) -> Option<&FloatSet> {
+        self.0
+            .floats
+            .get_or_init(|| {
+                self.0
+                    .values
+                    .iter()
+                    .map(|v| match v {
+                        Value::Float(f) => Some(float_key(*f)),
+                        _ => None,
+                    })
+                    .collect::<Option<FloatSet>>()
             })
             .as_ref()
     }
@@ -335,9 +356,10 @@ pub fn membership(array: &ArrayRef, list: &ValueList) -> Result<BooleanArray, Ar
     Ok(BooleanArray::new(hits, array.logical_nulls()))
 }
 
-/// Membership of integer and byte columns searched in the column's native values, with no
-/// `Value` made per row (SQL order is numeric order for integers and byte order for
-/// strings). `None` for other columns and lists (floats keep SQL's NaN and -0.0 rules).
+/// Membership of integer, float and byte columns searched in the column's native values,
+/// with no `Value` made per row (SQL order is numeric order for integers, byte order for
+/// strings, and for floats the order of [`float_key`]). `None` for other columns and for
+/// lists whose values are not all of the column's kind.
 fn native_membership(array: &dyn Array, list: &ValueList) -> Option<BooleanBuffer> {
     macro_rules! ints {
         ($t:ty) => {{
@@ -356,7 +378,18 @@ fn native_membership(array: &dyn Array, list: &ValueList) -> Option<BooleanBuffe
             })
         }};
     }
+    macro_rules! floats {
+        ($t:ty) => {{
+            let set = list.floats()?;
+            let values = array.as_primitive::<$t>().values();
+            BooleanBuffer::collect_bool(values.len(), |i| {
+                set.contains(&float_key(f64::from(values[i])))
+            })
+        }};
+    }
     Some(match array.data_type() {
+        DataType::Float32 => floats!(Float32Type),
+        DataType::Float64 => floats!(Float64Type),
         DataType::Utf8 => bytes!(array.as_string::<i32>()),
         DataType::LargeUtf8 => bytes!(array.as_string::<i64>()),
         DataType::Utf8View => bytes!(array.as_string_view()),
@@ -368,6 +401,20 @@ fn native_membership(array: &dyn Array, list: &ValueList) -> Option<BooleanBuffe
 }
 
 type ByteSet = HashSet<Box<[u8]>, foldhash::fast::RandomState>;
+
+type FloatSet = HashSet<u64, foldhash::fast::RandomState>;
+
+/// The bits of `f` with SQL's equalities made bitwise: every NaN the one canonical NaN,
+/// -0.0 as +0.0. (A float32 column's values widen to f64 exactly.)
+fn float_key(f: f64) -> u64 {
+    if f.is_nan() {
+        f64::NAN.to_bits()
+    } else if f == 0.0 {
+        0
+    } else {
+        f.to_bits()
+    }
+}
 
 /// A set of integers, searched the cheapest way its shape allows: a bitmap over its span
 /// when that is small (join keys of a dimension's surrogate key are), else a hash set. A
@@ -470,6 +517,57 @@ mod tests {
         let list = vec![Value::Float(0.0), Value::Float(f64::NAN)].into();
         let m = membership(&f, &list).unwrap();
         assert!(m.value(0) && m.value(1));
+    }
+
+    #[test]
+    fn float_sets_answer_as_sql_equality() {
+        use arrow_array::Float32Array;
+        let odd_nan = f64::from_bits(f64::NAN.to_bits() | 0x8000_0000_0001);
+        let listed = [0.5, -0.0, odd_nan, 1e300, -7.25, f64::from(0.1f32)];
+        let list: ValueList = listed
+            .iter()
+            .map(|&f| Value::Float(f))
+            .collect::<Vec<_>>()
+            .into();
+        let rows64 = [
+            0.0,
+            -0.0,
+            f64::NAN,
+            -f64::NAN,
+            0.1,
+            f64::from(0.1f32),
+            -7.25,
+            2.0,
+        ];
+        let rows32: Vec<f32> = rows64.iter().map(|&f| f as f32).collect();
+        let arrays: [ArrayRef; 2] = [
+            Arc::new(Float64Array::from(rows64.to_vec())),
+            Arc::new(Float32Array::from(rows32)),
+        ];
+        for a in arrays {
+            let hits = native_membership(a.as_ref(), &list).expect("a float set");
+            let mut expected = Vec::new();
+            for_each_value(a.as_ref(), &mut |_, v| {
+                expected.push(list.contains_value(&v.unwrap()))
+            })
+            .unwrap();
+            assert_eq!(
+                hits.iter().collect::<Vec<_>>(),
+                expected,
+                "{:?}",
+                a.data_type()
+            );
+            // Every zero and NaN; 0.1 only as a float32 holds it; -7.25; not 2.0.
+            let wide = a.data_type() == &DataType::Float64;
+            assert_eq!(
+                expected.iter().filter(|&&h| h).count(),
+                if wide { 6 } else { 7 }
+            );
+        }
+        // A list that is not all floats keeps the search by `Value`.
+        let mixed: ValueList = vec![Value::Float(1.0), Value::Int(2)].into();
+        let one: ArrayRef = Arc::new(Float64Array::from(vec![1.0]));
+        assert!(native_membership(one.as_ref(), &mixed).is_none());
     }
 
     #[test]
