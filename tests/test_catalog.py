@@ -250,24 +250,57 @@ def test_a_catalog_needs_one_directory(dataset: Path) -> None:
     assert pqindex.Catalog.open(dataset) is None
 
 
+def damage_catalog_footers(root: Path, damage: dict[int, bytes]) -> None:
+    """Replace the footers of the catalog's rows `damage` names, keeping the rest."""
+    version = root / "_pqindex" / "catalog-00000001.parq"
+    rows = pq.read_table(version)
+    footers = rows.column("footer").to_pylist()
+    for i, footer in damage.items():
+        footers[i] = footer
+    rows = rows.set_column(rows.schema.get_field_index("footer"), "footer", pa.array(footers))
+    meta = pq.read_metadata(version).metadata
+    pq.write_table(rows.replace_schema_metadata(meta), version)
+
+
 def test_a_damaged_footer_in_the_catalog_falls_back_to_the_file(
     dataset: Path, duckdb_con: Any
 ) -> None:
     pqindex.Catalog.build(dataset, ["s"], bloom=["s"])
-    version = dataset / "_pqindex" / "catalog-00000001.parq"
-    rows = pq.read_table(version)
-    footers = rows.column("footer").to_pylist()
-    footers[17] = footers[17][:100]  # part-0017 holds s17-*
-    rows = rows.set_column(rows.schema.get_field_index("footer"), "footer", pa.array(footers))
-    pq.write_table(rows, version.with_suffix(".tmp"))
-    meta = pq.read_metadata(version).metadata
-    table = pq.read_table(version.with_suffix(".tmp")).replace_schema_metadata(meta)
-    pq.write_table(table, version)
+    footers = pq.read_table(dataset / "_pqindex" / "catalog-00000001.parq").column("footer")
+    damage_catalog_footers(dataset, {17: footers[17].as_py()[:100]})  # part-0017: s17-*
     where = "s = 's17-3'"
-    with pytest.warns(pqindex.IndexWarning, match="footer is unusable"):
+    with pytest.warns(pqindex.IndexWarning, match="footer is unusable") as caught:
         table, m, _ = scan(dataset, where)
     assert table.num_rows == duckdb_count(duckdb_con, dataset, where)
     assert m["files_not_in_catalog"] == 1
+    (message,) = [str(w.message) for w in caught if "unusable" in str(w.message)]
+    assert message.count("part-0017.parquet") == 1, message
+
+
+def test_damaged_catalog_footers_are_read_from_their_files(dataset: Path, duckdb_con: Any) -> None:
+    """The first file listed (whose footer is taken from the catalog before planning) and
+    a footer whose schema claims two billion children: the scan, the cache seeding and a
+    scan of planned units read those footers from the files and lose no row."""
+    pqindex.Catalog.build(dataset, ["k"])
+    footers = pq.read_table(dataset / "_pqindex" / "catalog-00000001.parq").column("footer")
+    first = footers[0].as_py()
+    hostile = bytearray(footers[5].as_py())
+    at = hostile.index(b"schema") + len(b"schema")
+    assert hostile[at : at + 2] == b"\x15\x06", hostile[at : at + 2]  # num_children: 3
+    hostile[at + 1 : at + 2] = b"\xfe\xff\xff\xff\x0f"
+    n = len(hostile)
+    length = int.from_bytes(hostile[n - 8 : n - 4], "little") + 4
+    hostile[n - 8 : n - 4] = length.to_bytes(4, "little")
+    damage_catalog_footers(dataset, {0: first[: len(first) // 2], 5: bytes(hostile)})
+    where = "k < 20 OR k BETWEEN 2600 AND 2610"
+    with pytest.warns(pqindex.IndexWarning, match="footer is unusable"):
+        table, m, _ = scan(dataset, where)
+    assert table.num_rows == duckdb_count(duckdb_con, dataset, where) == 31
+    assert m["files_not_in_catalog"] == 2
+    pqindex.clear_metadata_cache()
+    catalog = pqindex.Catalog.open(dataset)
+    assert catalog is not None
+    assert catalog.seed_metadata_cache() == FILES - 2
 
 
 def test_a_bad_false_positive_rate_is_refused(dataset: Path) -> None:

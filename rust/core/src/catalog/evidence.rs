@@ -54,6 +54,10 @@ impl DescribedFile for CatalogFile<'_> {
     fn footer(&self) -> Option<Result<ParquetMetaData>> {
         Some(self.entry.metadata())
     }
+
+    fn footer_unusable(&self) -> Option<String> {
+        self.entry.unusable.get().cloned()
+    }
 }
 
 impl FileCatalog for Catalog {

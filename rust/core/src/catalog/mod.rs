@@ -86,6 +86,9 @@ pub struct CatalogEntry {
     pub footer: Bytes,
     /// In the order of `Catalog::columns`.
     pub columns: Vec<ColumnSummary>,
+    /// Why `footer` did not decode, once a decode was tried: planning then says the
+    /// file's own footer was read, whoever read it.
+    pub unusable: std::sync::OnceLock<String>,
 }
 
 impl CatalogEntry {
@@ -97,10 +100,16 @@ impl CatalogEntry {
             && self.etag == id.etag
     }
 
-    /// The file's metadata, page index included.
+    /// The file's metadata, page index included: an `InvalidFile` naming the entry when
+    /// the catalog's copy is damaged (the file's own footer may still be whole).
     pub fn metadata(&self) -> Result<ParquetMetaData> {
-        decode_tail(&self.path, &self.footer)
-            .map_err(|e| Error::Source(format!("{}: catalog footer unreadable: {e}", self.path)))
+        decode_tail(&self.path, &self.footer).inspect_err(|e| {
+            let why = match e {
+                Error::InvalidFile { reason, .. } => reason.clone(),
+                other => other.to_string(),
+            };
+            let _ = self.unusable.set(why);
+        })
     }
 }
 
@@ -398,8 +407,11 @@ impl Catalog {
                 continue;
             };
             if e.describes(&id) && !cache.contains(&id) {
-                cache.seed(id, Arc::new(e.metadata()?), true);
-                seeded += 1;
+                // A damaged copy is left out: the file's own footer is read when needed.
+                if let Ok(md) = e.metadata() {
+                    cache.seed(id, Arc::new(md), true);
+                    seeded += 1;
+                }
             }
         }
         Ok(seeded)
@@ -418,7 +430,10 @@ impl Catalog {
     pub fn seed_as(&self, path: &str, id: &FileIdentity, cache: &MetadataCache) -> Result<()> {
         if let Lookup::Fresh(e) = self.lookup(path, id) {
             if !cache.contains(id) {
-                cache.seed(id.clone(), Arc::new(e.metadata()?), true);
+                // As in `seed_cache`; planning warns that the file's footer was read.
+                if let Ok(md) = e.metadata() {
+                    cache.seed(id.clone(), Arc::new(md), true);
+                }
             }
         }
         Ok(())
@@ -705,6 +720,7 @@ pub fn summarise(
         num_row_groups: md.num_row_groups() as i32,
         footer: Bytes::from(footer),
         columns: summaries,
+        unusable: Default::default(),
     })
 }
 

@@ -505,6 +505,7 @@ pub fn entries_from_batch(
             num_row_groups: rgs.value(r),
             footer: footer.value(r),
             columns: summaries,
+            unusable: Default::default(),
         });
     }
     Ok(entries)

@@ -54,6 +54,11 @@ pub struct FileToPlan<'a> {
 pub trait DescribedFile: Evidence {
     /// The file's footer with its page index, if the description carries it.
     fn footer(&self) -> Option<Result<ParquetMetaData>>;
+
+    /// Why the description's footer did not decode, if a decode was tried and failed.
+    fn footer_unusable(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Per-file descriptions kept outside the files (a dataset catalog): evidence that rules
@@ -361,21 +366,30 @@ fn described(
         answered = answered_columns(p, described.as_ref());
     }
     if source == Source::Catalog {
-        if ctx.cache.contains(f.identity) {
-            m.footers_from_catalog.set(1);
-        } else {
-            match described.footer() {
+        // Ok: the footer is in the cache or came from the catalog; Err: it is read from
+        // the file, with the reason the catalog's copy did not serve when it has one.
+        let from_catalog: Result<(), Option<String>> = match described.footer_unusable() {
+            Some(why) => Err(Some(why)),
+            None if ctx.cache.contains(f.identity) => Ok(()),
+            None => match described.footer() {
                 Some(Ok(md)) => {
                     ctx.cache.seed(f.identity.clone(), Arc::new(md), true);
-                    m.footers_from_catalog.set(1);
+                    Ok(())
                 }
-                Some(Err(e)) => {
+                Some(Err(Error::InvalidFile { reason, .. })) => Err(Some(reason)),
+                Some(Err(e)) => Err(Some(e.to_string())),
+                None => Err(None),
+            },
+        };
+        match from_catalog {
+            Ok(()) => m.footers_from_catalog.set(1),
+            Err(why) => {
+                if let Some(why) = why {
                     warnings.push(format!(
-                        "{path}: the catalog's footer is unusable ({e}); read from the file"
+                        "{path}: the catalog's footer is unusable ({why}); read from the file"
                     ));
-                    m.files_not_in_catalog.set(1);
                 }
-                None => m.files_not_in_catalog.set(1),
+                m.files_not_in_catalog.set(1);
             }
         }
     }
