@@ -658,6 +658,9 @@ pub fn summarise(
         let mut nulls = Some(0u64);
         for rg in 0..md.num_row_groups() {
             let stats = row_group_stats(&md, rg, &col);
+            // A row group of NULLs alone (or of no rows) has no bounds and needs none.
+            let no_values = md.row_group(rg).num_rows() == 0
+                || stats.as_ref().is_some_and(|s| s.null_count == Some(s.rows));
             nulls = match (nulls, stats.as_ref().and_then(|s| s.null_count)) {
                 (Some(a), Some(b)) => Some(a + b),
                 _ => None,
@@ -685,10 +688,12 @@ pub fn summarise(
                         }
                     })
                 }
+                None if no_values => {}
                 None => exact_bounds = false,
             }
         }
-        // Bounds of every row group, or none: a row group without them could hold anything.
+        // Bounds of every row group that holds values, or none: a row group without them
+        // could hold anything.
         if exact_bounds {
             if let Some((lo, hi, lo_raw, hi_raw)) = bounds {
                 s.min = Some(lo.to_string());
@@ -841,6 +846,53 @@ mod tests {
         assert_eq!(s.metric("files_pruned_by_catalog"), Some(3));
         assert_eq!(s.metric("footers_from_catalog"), Some(1));
         assert_eq!(keys(s.stream()), vec![1500]);
+    }
+
+    #[test]
+    fn a_row_group_of_nulls_leaves_the_files_bounds_standing() {
+        let dir = tempfile::tempdir().unwrap();
+        let nullable = |v: Vec<Option<i64>>| Arc::new(arrow_array::Int64Array::from(v)) as _;
+        let layout = Layout {
+            row_group_size: 500,
+            ..Default::default()
+        };
+        // (A NULL makes the column nullable in both files.)
+        let low = (0..499).map(Some).chain([None]).collect();
+        write_file(
+            dir.path(),
+            "a.parquet",
+            vec![("k", nullable(low))],
+            layout,
+        );
+        // 500 keys, then a row group where the column holds only NULLs.
+        let high = (3000..3500)
+            .map(Some)
+            .chain((0..500).map(|_| None))
+            .collect();
+        write_file(dir.path(), "b.parquet", vec![("k", nullable(high))], layout);
+        let root = dir.path().to_string_lossy().into_owned();
+        let cache = MetadataCache::new(1 << 24);
+        let (catalog, _) = Catalog::build(&root, &columns(), &cache, &|_, _| Ok(())).unwrap();
+        let summary = &catalog.entries["b.parquet"].columns[0];
+        assert_eq!(
+            (
+                summary.min.as_deref(),
+                summary.max.as_deref(),
+                summary.null_count
+            ),
+            (Some("3000"), Some("3499"), Some(500))
+        );
+        let s = scan(&root, "k = 200");
+        assert_eq!(s.metric("files_pruned_by_catalog"), Some(1));
+        assert_eq!(keys(s.stream()), vec![200]);
+        let s = scan(&root, "k = 3200");
+        assert_eq!(s.metric("files_pruned_by_catalog"), Some(1));
+        assert_eq!(keys(s.stream()), vec![3200]);
+        let s = scan(&root, "k IS NULL");
+        assert_eq!(
+            s.stream().map(|b| b.unwrap().num_rows()).sum::<usize>(),
+            501
+        );
     }
 
     #[test]
