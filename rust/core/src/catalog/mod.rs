@@ -858,12 +858,7 @@ mod tests {
         };
         // (A NULL makes the column nullable in both files.)
         let low = (0..499).map(Some).chain([None]).collect();
-        write_file(
-            dir.path(),
-            "a.parquet",
-            vec![("k", nullable(low))],
-            layout,
-        );
+        write_file(dir.path(), "a.parquet", vec![("k", nullable(low))], layout);
         // 500 keys, then a row group where the column holds only NULLs.
         let high = (3000..3500)
             .map(Some)

@@ -180,7 +180,7 @@ pub(crate) fn selected_pages(
 }
 
 /// Whether the footer says every data page of the chunk is dictionary encoded.
-fn only_dictionary_pages(chunk: &ColumnChunkMetaData) -> bool {
+pub(super) fn only_dictionary_pages(chunk: &ColumnChunkMetaData) -> bool {
     chunk.page_encoding_stats_mask().is_some_and(|mask| {
         mask.encodings()
             .all(|e| matches!(e, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY))

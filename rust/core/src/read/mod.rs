@@ -10,6 +10,7 @@
 
 mod adapt;
 mod dictionary;
+mod dictionary_strings;
 pub mod page_guard;
 mod parallel_columns;
 mod predicate_first;
@@ -320,6 +321,23 @@ pub fn read_unit(
             .map_err(|e| e.in_file(&path))?
         }
         _ => {
+            // With no filter, every row read is output: short strings decode cheapest as
+            // dictionaries.
+            let keyed = if filters.is_empty() {
+                dictionary_strings::keyed_roots(&md, rg, &reader_metadata, &roots)
+            } else {
+                Vec::new()
+            };
+            let keyed_names: Vec<String> = keyed
+                .iter()
+                .map(|&r| reader_metadata.schema().field(r).name().clone())
+                .collect();
+            let reader_metadata = if keyed.is_empty() {
+                reader_metadata
+            } else {
+                dictionary_strings::hinted(&reader_metadata, &keyed)
+                    .map_err(|e| Error::from(e).in_file(&path))?
+            };
             let mut builder = reader_builder(
                 tracked,
                 reader_metadata,
@@ -342,10 +360,15 @@ pub fn read_unit(
                 builder = builder.with_row_filter(RowFilter::new(predicates));
             }
             let reader = builder.build().map_err(|e| Error::from(e).in_file(&path))?;
-            (
+            let batches: predicate_first::Batches = (
                 arrow_array::RecordBatchReader::schema(&reader),
                 Box::new(reader),
-            )
+            );
+            if keyed_names.is_empty() {
+                batches
+            } else {
+                dictionary_strings::expanded(batches, keyed_names)
+            }
         }
     };
 
