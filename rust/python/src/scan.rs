@@ -40,7 +40,11 @@ impl PyScan {
         py: Python<'_>,
         max_bytes: Option<usize>,
     ) -> PyResult<Option<Vec<RecordBatch>>> {
-        let stream = self.take_stream()?;
+        // Everything read is kept unless the read may stop early.
+        let stream = match max_bytes {
+            None => self.take_stream_kept()?,
+            Some(_) => self.take_stream()?,
+        };
         run_blocking(
             py,
             move |cancel| -> Result<Option<Vec<RecordBatch>>, Error> {
@@ -67,6 +71,13 @@ impl PyScan {
             return Err(consumed_error());
         }
         Ok(self.scan.stream())
+    }
+
+    fn take_stream_kept(&self) -> PyResult<pqindex_core::ScanStream> {
+        if self.consumed.swap(true, Ordering::SeqCst) {
+            return Err(consumed_error());
+        }
+        Ok(self.scan.stream_kept())
     }
 }
 

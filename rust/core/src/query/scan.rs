@@ -405,6 +405,22 @@ impl Scan {
         self.stream_units(self.units.clone(), self.shape.clone())
     }
 
+    /// Stream the selected rows for a caller that keeps every batch (`to_arrow`): batches
+    /// of later units held for it are memory the result takes anyway, so the read-ahead
+    /// budget bounds only the units' reads. Threads then read large row groups side by
+    /// side instead of one stopping, its batches held, until the consumer reaches it.
+    pub fn stream_kept(&self) -> ScanStream {
+        ScanStream::start(
+            self.units.clone(),
+            self.shape.clone(),
+            self.io.clone(),
+            self.metrics.clone(),
+            self.threads,
+            self.read_ahead.unwrap_or_else(read_ahead),
+            true,
+        )
+    }
+
     /// Stream `units` (units of this scan, their ranges possibly narrowed) in `shape`.
     pub(crate) fn stream_units(&self, units: Vec<ScanUnit>, shape: OutputShape) -> ScanStream {
         ScanStream::start(
@@ -414,6 +430,7 @@ impl Scan {
             self.metrics.clone(),
             self.threads,
             self.read_ahead.unwrap_or_else(read_ahead),
+            false,
         )
     }
 

@@ -119,13 +119,17 @@ struct StreamShared {
     progress: Mutex<Progress>,
     /// The read-ahead budget, in bytes.
     budget: usize,
+    /// The consumer keeps every batch (`to_arrow`): a batch sent ahead of it is the
+    /// result's own memory, not read-ahead, so only the units' reads count.
+    keep_all: bool,
     moved: Condvar,
     cancel: AtomicBool,
 }
 
 impl StreamShared {
-    fn new(budget: usize) -> Self {
+    fn new(budget: usize, keep_all: bool) -> Self {
         StreamShared {
+            keep_all,
             progress: Mutex::new(Progress {
                 consumer: 0,
                 held: 0,
@@ -167,11 +171,17 @@ impl StreamShared {
         p.reading.insert(unit, bytes);
     }
 
-    /// Wait until a batch of `bytes` of unit `unit` may be sent, and count it. The
-    /// consumer's unit sends without room when the consumer has taken all it sent.
+    /// Wait until a batch of `bytes` of unit `unit` may be sent, and count it: like a
+    /// unit's start, against what is held beside the consumer's own read (counting that
+    /// too would stop a unit ahead at its first batch whenever the consumer's row group
+    /// is large, and read the two one after the other). The consumer's unit sends without
+    /// room when the consumer has taken all it sent.
     fn reserve(&self, unit: usize, bytes: usize) {
+        if self.keep_all {
+            return;
+        }
         let mut p = self.lock();
-        while !self.cancelled() && p.held + bytes > self.budget {
+        while !self.cancelled() && p.ahead() + bytes > self.budget {
             let drained = p.waiting.get(&unit).is_none_or(|w| *w == 0);
             if unit == p.consumer && drained {
                 break;
@@ -184,6 +194,9 @@ impl StreamShared {
 
     /// The consumer took a batch of `bytes`.
     fn received(&self, bytes: usize) {
+        if self.keep_all {
+            return;
+        }
         let mut p = self.lock();
         p.held = p.held.saturating_sub(bytes);
         let consumer = p.consumer;
@@ -231,6 +244,7 @@ impl ScanStream {
         read: Arc<Metrics>,
         threads: usize,
         budget: usize,
+        keep_all: bool,
     ) -> Self {
         let units = balance(units, threads, &shape.roots());
         let n = units.len();
@@ -241,7 +255,7 @@ impl ScanStream {
                 (tx, (rx, piece.unit.file.path.clone()))
             })
             .unzip();
-        let shared = Arc::new(StreamShared::new(budget));
+        let shared = Arc::new(StreamShared::new(budget, keep_all));
         let schema = shape.schema.clone();
         let worker_shared = shared.clone();
         let started = move || {
@@ -467,6 +481,7 @@ mod tests {
             scan.metrics.clone(),
             2,
             0,
+            false,
         );
         let first = stream.next().unwrap().unwrap();
         assert!(eventually(|| rows_read(&scan) == 3 * 100));
@@ -477,6 +492,41 @@ mod tests {
             keys(std::iter::once(Ok(first)).chain(stream)),
             (0..8_000).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn a_consumer_that_keeps_every_batch_is_sent_batches_past_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let scan = plan(dir.path(), 2_000, 2);
+        // Room for the units' reads, none for their batches: kept, the batches still go.
+        let reads: usize = scan
+            .units
+            .iter()
+            .map(|u| crate::read::memory_estimate(u, &scan.shape))
+            .sum();
+        for keep_all in [false, true] {
+            scan.metrics.rows_matched.set(0);
+            let mut stream = ScanStream::start(
+                scan.units.clone(),
+                scan.shape.clone(),
+                scan.io.clone(),
+                scan.metrics.clone(),
+                2,
+                reads,
+                keep_all,
+            );
+            let first = stream.next().unwrap().unwrap();
+            if keep_all {
+                assert!(eventually(|| rows_read(&scan) == 8_000));
+            } else {
+                std::thread::sleep(Duration::from_millis(100));
+                assert!(rows_read(&scan) < 8_000);
+            }
+            assert_eq!(
+                keys(std::iter::once(Ok(first)).chain(stream)),
+                (0..8_000).collect::<Vec<_>>()
+            );
+        }
     }
 
     #[test]
@@ -552,7 +602,7 @@ mod tests {
                 (tx, (rx, format!("unit-{u}.parquet")))
             })
             .unzip();
-        let shared = Arc::new(StreamShared::new(DEFAULT_READ_AHEAD));
+        let shared = Arc::new(StreamShared::new(DEFAULT_READ_AHEAD, false));
         let stream = ScanStream {
             schema,
             receivers,
@@ -610,7 +660,7 @@ mod tests {
         // The consumer's unit holds more than the whole budget; one unit ahead that fits
         // still starts beside it (else two large row groups are read one at a time), and a
         // second waits until the first is done.
-        let shared = Arc::new(StreamShared::new(100));
+        let shared = Arc::new(StreamShared::new(100, false));
         shared.start_unit(0, 8, 150);
         let started = Arc::new(AtomicUsize::new(0));
         let (s, n) = (shared.clone(), started.clone());
@@ -630,6 +680,31 @@ mod tests {
         shared.release(1);
         assert!(eventually(|| started.load(Ordering::SeqCst) == 2));
         second.join().unwrap();
+    }
+
+    #[test]
+    fn a_unit_ahead_sends_batches_beside_a_large_consumer_read() {
+        // The consumer's read (150) holds more than the budget (100); unit 1 (80) sends a
+        // batch of 10 at once, and one of 30 only once the first is taken.
+        let shared = Arc::new(StreamShared::new(100, false));
+        shared.start_unit(0, 8, 150);
+        shared.start_unit(1, 8, 80);
+        let sent = Arc::new(AtomicUsize::new(0));
+        let (s, n) = (shared.clone(), sent.clone());
+        let sender = std::thread::spawn(move || {
+            s.reserve(1, 10);
+            n.fetch_add(1, Ordering::SeqCst);
+            s.reserve(1, 30);
+            n.fetch_add(1, Ordering::SeqCst);
+        });
+        assert!(eventually(|| sent.load(Ordering::SeqCst) == 1));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(sent.load(Ordering::SeqCst), 1);
+        shared.release(0);
+        shared.lock().consumer = 1;
+        shared.received(10);
+        assert!(eventually(|| sent.load(Ordering::SeqCst) == 2));
+        sender.join().unwrap();
     }
 
     fn eventually(done: impl Fn() -> bool) -> bool {
