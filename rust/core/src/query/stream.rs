@@ -498,12 +498,15 @@ mod tests {
     fn a_consumer_that_keeps_every_batch_is_sent_batches_past_the_budget() {
         let dir = tempfile::tempdir().unwrap();
         let scan = plan(dir.path(), 2_000, 2);
-        // Room for the units' reads, none for their batches: kept, the batches still go.
+        // Room for one unit's read ahead and none for its batches: not kept, the unit
+        // ahead stops at its first batch; kept, its batches go and the units follow one
+        // after another.
         let reads: usize = scan
             .units
             .iter()
             .map(|u| crate::read::memory_estimate(u, &scan.shape))
-            .sum();
+            .max()
+            .unwrap();
         for keep_all in [false, true] {
             scan.metrics.rows_matched.set(0);
             let mut stream = ScanStream::start(
