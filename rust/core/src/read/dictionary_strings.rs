@@ -14,11 +14,11 @@ use arrow_array::types::Int32Type;
 use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch, StringArray};
 use arrow_buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
+use parquet::file::metadata::ParquetMetaData;
 
 use super::dictionary::only_dictionary_pages;
-use super::predicate_first::Batches;
+use super::predicate_first::{retyped, Batches};
 
 /// The longest value copied as one fixed move (two vector registers); the source and the
 /// output keep this much room past their ends.
@@ -62,28 +62,10 @@ pub(super) fn hinted(
     reader: &ArrowReaderMetadata,
     roots: &[usize],
 ) -> Result<ArrowReaderMetadata, ArrowError> {
-    let schema = reader.schema();
-    let fields: Vec<Field> = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let f = f.as_ref().clone();
-            if roots.contains(&i) {
-                f.with_data_type(keyed())
-            } else {
-                f
-            }
-        })
+    let types = (0..reader.schema().fields().len())
+        .map(|i| roots.contains(&i).then(keyed))
         .collect();
-    let hinted = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
-    let options = ArrowReaderOptions::new()
-        .with_schema(hinted)
-        .with_page_index_policy(PageIndexPolicy::Optional);
-    Ok(ArrowReaderMetadata::try_new(
-        reader.metadata().clone(),
-        options,
-    )?)
+    Ok(retyped(reader, types)?)
 }
 
 /// `batches` of a reader made with [`hinted`] as the unhinted reader would give them: the

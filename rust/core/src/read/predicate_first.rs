@@ -268,11 +268,20 @@ fn narrowed(metadata: &ArrowReaderMetadata) -> Result<ArrowReaderMetadata> {
     if narrow.iter().all(Option::is_none) {
         return Ok(metadata.clone());
     }
+    Ok(retyped(metadata, narrow)?)
+}
+
+/// `metadata` with each top-level column read in `types[i]` where that is set.
+pub(super) fn retyped(
+    metadata: &ArrowReaderMetadata,
+    types: Vec<Option<DataType>>,
+) -> Result<ArrowReaderMetadata, parquet::errors::ParquetError> {
+    let schema = metadata.schema();
     let fields: Vec<Field> = schema
         .fields()
         .iter()
-        .zip(narrow)
-        .map(|(f, n)| match n {
+        .zip(types)
+        .map(|(f, t)| match t {
             Some(t) => f.as_ref().clone().with_data_type(t),
             None => f.as_ref().clone(),
         })
@@ -281,10 +290,7 @@ fn narrowed(metadata: &ArrowReaderMetadata) -> Result<ArrowReaderMetadata> {
     let options = ArrowReaderOptions::new()
         .with_schema(hinted)
         .with_page_index_policy(PageIndexPolicy::Optional);
-    Ok(ArrowReaderMetadata::try_new(
-        metadata.metadata().clone(),
-        options,
-    )?)
+    ArrowReaderMetadata::try_new(metadata.metadata().clone(), options)
 }
 
 /// The narrower type root column `root` (of `data_type`) is read in, if any.
