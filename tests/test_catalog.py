@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -301,6 +302,29 @@ def test_damaged_catalog_footers_are_read_from_their_files(dataset: Path, duckdb
     catalog = pqindex.Catalog.open(dataset)
     assert catalog is not None
     assert catalog.seed_metadata_cache() == FILES - 2
+
+
+def test_refresh_mends_damaged_footer_copies_of_unchanged_files(
+    dataset: Path, duckdb_con: Any
+) -> None:
+    """An unchanged file whose footer copy no longer decodes is summarised again by
+    `refresh`, so later scans take its footer from the catalog with no warning."""
+    pqindex.Catalog.build(dataset, ["k"])
+    footers = pq.read_table(dataset / "_pqindex" / "catalog-00000001.parq").column("footer")
+    damage_catalog_footers(dataset, {3: footers[3].as_py()[:100]})
+    pqindex.clear_metadata_cache()
+    catalog = pqindex.Catalog.open(dataset)
+    assert catalog is not None
+    report = catalog.refresh().report()
+    assert report is not None
+    assert (report["mended"], report["kept"], report["changed"]) == (1, FILES - 1, 0)
+    pqindex.clear_metadata_cache()
+    where = "k BETWEEN 1490 AND 1510"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pqindex.IndexWarning)
+        table, m, _ = scan(dataset, where)
+    assert table.num_rows == duckdb_count(duckdb_con, dataset, where) > 0
+    assert (m["files_not_in_catalog"], m["footers_read"]) == (0, 0)
 
 
 def test_a_bad_false_positive_rate_is_refused(dataset: Path) -> None:

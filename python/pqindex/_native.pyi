@@ -101,11 +101,15 @@ class Catalog:
     def open(
         source: StrPath, *, storage_options: StorageOptions | None = None
     ) -> Catalog | None: ...
-    def refresh(self, *, progress: Callable[[int, int], None] | None = None) -> Catalog: ...
+    def refresh(self, *, progress: Callable[[int, int], None] | None = None) -> Catalog:
+        """The next version: files added or changed summarised, removed ones dropped,
+        unchanged ones kept unless their footer copy no longer decodes (then mended)."""
     def seed_metadata_cache(self) -> int: ...
     def freshness(self) -> dict[str, int]:
         """Data files described as they are, changed, added and removed since."""
-    def report(self) -> dict[str, int] | None: ...
+    def report(self) -> dict[str, int] | None:
+        """What the build or refresh that made this catalog did: ``version``, ``files``,
+        ``added``, ``changed``, ``removed``, ``kept``, ``mended``, ``bytes``."""
     @property
     def version(self) -> int: ...
     @property

@@ -249,6 +249,7 @@ impl PyCatalog {
         d.set_item("changed", r.changed)?;
         d.set_item("removed", r.removed)?;
         d.set_item("kept", r.kept)?;
+        d.set_item("mended", r.mended)?;
         d.set_item("bytes", r.bytes)?;
         Ok(Some(d))
     }

@@ -8,7 +8,7 @@
 mod evidence;
 pub mod store;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -122,6 +122,8 @@ pub struct CatalogReport {
     pub changed: u64,
     pub removed: u64,
     pub kept: u64,
+    /// Unchanged files whose footer copy did not decode, summarised again.
+    pub mended: u64,
     pub bytes: u64,
 }
 
@@ -309,6 +311,12 @@ impl Catalog {
                 summarise(&file, &rel, columns, cache)
             };
             match old.get(&rel) {
+                // A copy that no longer decodes (written damaged, or refused by checks
+                // added since) is summarised again from the file, which is unchanged.
+                Some(e) if e.describes(&f.identity) && e.metadata().is_err() => {
+                    report.mended += 1;
+                    entries.push(summary()?);
+                }
                 Some(e) if e.describes(&f.identity) => {
                     report.kept += 1;
                     entries.push(e.as_ref().clone());
@@ -326,10 +334,8 @@ impl Catalog {
             }
             progress(i as u64 + 1, total)?;
         }
-        report.removed = old
-            .keys()
-            .filter(|k| !entries.iter().any(|e| &e.path == *k))
-            .count() as u64;
+        let listed: HashSet<&str> = entries.iter().map(|e| e.path.as_str()).collect();
+        report.removed = old.keys().filter(|k| !listed.contains(k.as_str())).count() as u64;
         let (_, bytes) = store::write(Path::new(root), version, columns, &entries)?;
         report.bytes = bytes;
         let catalog = Catalog::new(PathBuf::from(root), version, columns.to_vec(), entries);
