@@ -55,6 +55,12 @@ pub fn pays(
         };
         chance_unit_ruled_out(pred, md, rg, unit, &coverage)
     };
+    let mut kept = vec![false; md.num_row_groups()];
+    for &rg in row_groups {
+        if let Some(k) = kept.get_mut(rg) {
+            *k = true;
+        }
+    }
     let mut saved = 0.0;
     // Pages of a row group mostly hold the same rows: their chance is the same.
     let mut last: Option<((usize, u64), f64)> = None;
@@ -65,7 +71,7 @@ pub fn pays(
             continue;
         }
         let rg = s.row_group as usize;
-        if row_groups.contains(&rg) && rows(rg) > 0 {
+        if kept.get(rg).copied().unwrap_or(false) && rows(rg) > 0 {
             let share = s.rows.min(rows(rg)) as f64 / rows(rg) as f64;
             let c = match last {
                 Some((key, c)) if key == (rg, s.rows) => c,

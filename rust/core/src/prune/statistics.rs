@@ -58,10 +58,19 @@ pub fn leaf_may_match(leaf: &Predicate, stats: &ChunkStats) -> bool {
             values,
             negated: true,
         } => {
-            if is_float(col) && !values.iter().any(Value::is_nan) {
+            // Values are sorted (NaN last). A NaN row is in no list without NaN.
+            if is_float(col) && !values.last().is_some_and(Value::is_nan) {
                 return true;
             }
-            values.iter().all(|v| cmp_may_match(CmpOp::NotEq, v, stats))
+            // `x <> v` rules out only a chunk of one value (exact bounds, min = max):
+            // elsewhere the list need not be walked, however long.
+            let one_value = match (&stats.min, &stats.max) {
+                (Some(min), Some(max)) => {
+                    stats.exact && ordered(min, max) == std::cmp::Ordering::Equal
+                }
+                _ => false,
+            };
+            !one_value || values.iter().all(|v| cmp_may_match(CmpOp::NotEq, v, stats))
         }
         Predicate::Match {
             pattern,
@@ -484,6 +493,35 @@ mod tests {
         assert!(leaf_may_match(
             &cmp(&c, CmpOp::NotEq, Value::Int(5)),
             &inexact
+        ));
+    }
+
+    #[test]
+    fn not_in_rules_out_only_a_chunk_of_one_listed_value() {
+        let not_in = |c: &Column, values: Vec<Value>| Predicate::in_list(c.clone(), values, true);
+        let c = col(DataType::Int64);
+        let many = not_in(&c, (0..10_000).map(Value::Int).collect());
+        assert!(!leaf_may_match(&many, &stats(Value::Int(5), Value::Int(5))));
+        assert!(leaf_may_match(
+            &many,
+            &stats(Value::Int(20_000), Value::Int(20_000))
+        ));
+        // Every value of [3, 7] is listed, but bounds alone cannot say the chunk holds no other.
+        assert!(leaf_may_match(&many, &stats(Value::Int(3), Value::Int(7))));
+        let inexact = ChunkStats {
+            exact: false,
+            ..stats(Value::Int(5), Value::Int(5))
+        };
+        assert!(leaf_may_match(&many, &inexact));
+        let f = col(DataType::Float64);
+        let one = stats(Value::Float(1.0), Value::Float(1.0));
+        // Without NaN in the list a NaN row satisfies NOT IN; with it, only a 1.0 is ruled out.
+        assert!(leaf_may_match(&not_in(&f, vec![Value::Float(1.0)]), &one));
+        let with_nan = not_in(&f, vec![Value::Float(1.0), Value::Float(f64::NAN)]);
+        assert!(!leaf_may_match(&with_nan, &one));
+        assert!(leaf_may_match(
+            &with_nan,
+            &stats(Value::Float(1.0), Value::Float(2.0))
         ));
     }
 

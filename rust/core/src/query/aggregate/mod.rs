@@ -332,8 +332,9 @@ pub fn aggregate(
     }
     let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?;
     let mut warnings_all = scan.warnings.clone();
+    let mut seen: std::collections::HashSet<String> = warnings_all.iter().cloned().collect();
     for w in warnings {
-        if !warnings_all.contains(&w) {
+        if seen.insert(w.clone()) {
             warnings_all.push(w);
         }
     }
