@@ -70,7 +70,30 @@ def _dv_payload(rows: Iterable[int]) -> bytes:
     return struct.pack("<I", MAGIC) + BitMap64(sorted(set(rows))).serialize()
 
 
-def _descriptor(table: Path, rows: list[int], storage: str) -> dict[str, Any]:
+class _VectorFile:
+    """A file of deletion vectors: a version byte, then each vector's size, payload and
+    CRC at its offset. Delta Spark packs the vectors of many data files into one."""
+
+    def __init__(self, table: Path) -> None:
+        self.uuid = uuid.uuid4()
+        self.rel = f"dv/deletion_vector_{self.uuid}.bin"
+        self.table = table
+        self.data = bytearray(b"\x01")
+
+    def add(self, payload: bytes) -> int:
+        offset = len(self.data)
+        self.data += struct.pack(">I", len(payload)) + payload
+        self.data += struct.pack(">I", zlib.crc32(payload) & 0xFFFFFFFF)
+        return offset
+
+    def write(self) -> None:
+        (self.table / "dv").mkdir(exist_ok=True)
+        (self.table / self.rel).write_bytes(bytes(self.data))
+
+
+def _descriptor(
+    table: Path, rows: list[int], storage: str, packed: _VectorFile | None = None
+) -> dict[str, Any]:
     payload = _dv_payload(rows)
     if storage == "i":
         return {
@@ -79,19 +102,18 @@ def _descriptor(table: Path, rows: list[int], storage: str) -> dict[str, Any]:
             "sizeInBytes": len(payload),
             "cardinality": len(set(rows)),
         }
-    u = uuid.uuid4()
-    rel = f"dv/deletion_vector_{u}.bin"
-    (table / "dv").mkdir(exist_ok=True)
-    with open(table / rel, "wb") as f:
-        f.write(b"\x01")
-        f.write(struct.pack(">I", len(payload)))
-        f.write(payload)
-        f.write(struct.pack(">I", zlib.crc32(payload) & 0xFFFFFFFF))
-    where = "dv" + z85(u.bytes) if storage == "u" else (table / rel).resolve().as_uri()
+    file = packed or _VectorFile(table)
+    offset = file.add(payload)
+    if packed is None:
+        file.write()
+    if storage == "u":
+        where = "dv" + z85(file.uuid.bytes)
+    else:
+        where = (table / file.rel).resolve().as_uri()
     return {
         "storageType": storage,
         "pathOrInlineDv": where,
-        "offset": 1,
+        "offset": offset,
         "sizeInBytes": len(payload),
         "cardinality": len(set(rows)),
     }
@@ -125,11 +147,16 @@ def _commit(table: Path, version: int, actions: list[dict[str, Any]]) -> int:
 
 
 def add_deletion_vectors(
-    table: Path, deletes: dict[str, list[int]], storage: dict[str, str] | None = None
+    table: Path,
+    deletes: dict[str, list[int]],
+    storage: dict[str, str] | None = None,
+    packed: bool = False,
 ) -> int:
     """Delete rows by deletion vector: ``deletes`` maps a data file's path as the log
     names it to 0-based row positions in that file; ``storage`` picks ``i``, ``u`` or
-    ``p`` per file (inline by default). Returns the new version."""
+    ``p`` per file (inline by default); ``packed`` puts every vector not inline into one
+    file, each at its offset. Returns the new version."""
+    shared = _VectorFile(table) if packed else None
     version, adds, proto, _ = _log(table)
     rv, wv = proto["minReaderVersion"], proto["minWriterVersion"]
     rf = set(proto.get("readerFeatures") or (["columnMapping"] if rv == 2 else []))
@@ -148,7 +175,7 @@ def add_deletion_vectors(
     ]
     for path, rows in deletes.items():
         add = dict(adds[path])
-        dv = _descriptor(table, rows, (storage or {}).get(path, "i"))
+        dv = _descriptor(table, rows, (storage or {}).get(path, "i"), shared)
         actions.append(
             {
                 "remove": {
@@ -168,6 +195,8 @@ def add_deletion_vectors(
             stats["tightBounds"] = False
             new_add["stats"] = json.dumps(stats)
         actions.append({"add": new_add})
+    if shared is not None:
+        shared.write()
     return _commit(table, version + 1, actions)
 
 

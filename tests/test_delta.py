@@ -219,6 +219,24 @@ def test_deleted_rows_are_never_read(with_dvs: Path) -> None:
     assert scan.metrics()["rows_deleted"] == 1
 
 
+@pytest.mark.parametrize("storage", ["u", "p"])
+def test_vectors_packed_in_one_file_remove_each_files_rows(tmp_path: Path, storage: str) -> None:
+    """As Delta Spark writes them: the vectors of several data files in one file, each at
+    its own offset (the kernel reads that file whole; pqindex reads it once)."""
+    path = tmp_path / "t"
+    for i in range(6):
+        write(path, batch(i * 700, 700), mode="append" if i else "error")
+    files = sorted(add_paths(path), key=lambda f: pq.read_table(path / f).column("id")[0].as_py())
+    rng = random.Random(11)
+    deletes = {f: sorted(rng.sample(range(700), 50 * (i + 1))) for i, f in enumerate(files)}
+    add_deletion_vectors(path, deletes, {f: storage for f in files}, packed=True)
+    assert len(list((path / "dv").iterdir())) == 1
+    for where in (None, "u < 3000", "id BETWEEN 650 AND 1500"):
+        scan = check(path, where)
+    assert referee(path).num_rows == 6 * 700 - sum(50 * (i + 1) for i in range(6))
+    assert scan.metrics()["rows_deleted"] > 0
+
+
 @pytest.fixture(scope="module")
 def mapped(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Column mapping (name mode); a column added by a merge; then ``u`` renamed to

@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::metadata::schema::FIELD_ID;
 use crate::predicate::Value;
 use crate::table::columns::{table_error, with_metadata_value, with_physical_names};
+use crate::table::deletion_vectors::VectorsEngine;
 use crate::table::snapshot_cache::{self, SnapshotFiles};
 use crate::table::values::{from_text, value_as};
 use crate::table::{ColumnStats, TableFile, TableFormat, TableOptions, TableSnapshot};
@@ -243,6 +244,7 @@ fn snapshot_files(
     };
     let leaves = leaf_paths(&data);
 
+    let vectors = VectorsEngine::over(engine);
     let mut files = Vec::new();
     for meta in scan.scan_metadata(engine).map_err(err)? {
         let meta = meta.map_err(err)?;
@@ -280,7 +282,7 @@ fn snapshot_files(
         for (f, row) in visited.into_iter().zip(selected) {
             let deleted = f
                 .dv_info
-                .get_row_indexes(engine, scan.table_root())
+                .get_row_indexes(&vectors, scan.table_root())
                 .map_err(err)?
                 .map(|mut rows| {
                     rows.sort_unstable();

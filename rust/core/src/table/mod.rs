@@ -10,6 +10,7 @@
 //! read.
 
 pub mod columns;
+pub mod deletion_vectors;
 pub mod delta;
 pub mod files;
 pub mod indexes;
