@@ -29,7 +29,7 @@ use crate::plan::RowRanges;
 use crate::predicate::Predicate;
 use crate::prune::evidence::{Evidence, Report, Source};
 use crate::prune::planner::FileIndexEvidence;
-use crate::prune::statistics::{file_int_bounds, within_bounds_at};
+use crate::prune::statistics::{file_bounds, within_bounds_at};
 
 /// Which rows of a file may satisfy one leaf.
 #[derive(Debug, Clone)]
@@ -457,7 +457,7 @@ fn narrowed(md: &ParquetMetaData, leaf: &Predicate) -> Option<Predicate> {
     if values.len() < 2 {
         return None;
     }
-    let at = within_bounds_at(values, &file_int_bounds(md, col)?);
+    let at = within_bounds_at(values, &file_bounds(md, col)?);
     (at.len() < values.len()).then(|| Predicate::InList {
         col: col.clone(),
         values: values.sublist(at),
@@ -586,5 +586,38 @@ mod tests {
         assert_eq!(fetched(&many), fetched(&alone));
         // A list the bounds leave whole is not copied.
         assert!(narrowed(&md, &bind(&format!("u IN ({value}, 7)"))).is_none());
+    }
+
+    #[test]
+    fn a_list_of_strings_is_cut_to_the_files_string_bounds() {
+        use crate::predicate::Value;
+        use crate::testing::strings;
+        let dir = tempfile::tempdir().unwrap();
+        let words = ["kiwi", "lemon", "lime", "mango", "melon"];
+        let path = write_file(
+            dir.path(),
+            "s.parquet",
+            vec![("s", strings(words.iter().map(Some)))],
+            Layout::default(),
+        );
+        let md = crate::metadata::read_metadata(&path, true, &MetadataCache::new(1 << 20))
+            .unwrap()
+            .metadata;
+        let binding = Binding::of(&md, &path, Vec::new()).unwrap();
+        let bind = |t: &str| binding.bind_where(Some(t), 0).unwrap().unwrap();
+        let many = bind("s IN ('apple', 'kiwi', 'lime', 'mangosteen', 'pear', 'melon')");
+        let Some(Predicate::InList { values, .. }) = narrowed(&md, &many) else {
+            panic!("keys outside the bounds are cut")
+        };
+        let kept: Vec<&[u8]> = values
+            .as_slice()
+            .iter()
+            .map(|v| match v {
+                Value::Bytes(b) => b.as_slice(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(kept, [&b"kiwi"[..], b"lime", b"mangosteen", b"melon"]);
+        assert!(narrowed(&md, &bind("s IN ('kiwi', 'melon')")).is_none());
     }
 }

@@ -259,16 +259,27 @@ pub fn bounds_usable(md: &ParquetMetaData, leaf: usize, col: &ColumnRef, legacy:
 }
 
 /// The part of `sorted` (an IN list's values, sorted in SQL order) within the chunk's
-/// integer bounds: the only ones the chunk may hold. All of `sorted` where the bounds are
-/// not integers. Two binary searches, since a join's keys may be millions.
+/// integer or byte-string bounds: the only ones the chunk may hold. All of `sorted` for
+/// other bounds (a float list may hold NaN, which bounds leave out). Two binary searches,
+/// since a join's keys may be millions.
 pub fn within_bounds<'a>(sorted: &'a [Value], s: &ChunkStats) -> &'a [Value] {
     &sorted[within_bounds_at(sorted, s)]
 }
 
 /// Where [`within_bounds`] lies in `sorted`.
 pub fn within_bounds_at(sorted: &[Value], s: &ChunkStats) -> std::ops::Range<usize> {
+    let bytes = |v: Option<&Value>| matches!(v, Some(Value::Bytes(_)));
+    let searchable = match (&s.min, &s.max) {
+        (Some(Value::Int(_)), Some(Value::Int(_))) => true,
+        // Truncated string bounds still bound: writers cut a minimum short and round a cut
+        // maximum up. The list is of strings too (binding coerces it to the column's type).
+        (Some(Value::Bytes(_)), Some(Value::Bytes(_))) => {
+            bytes(sorted.first()) && bytes(sorted.last())
+        }
+        _ => false,
+    };
     match (&s.min, &s.max) {
-        (Some(min @ Value::Int(_)), Some(max @ Value::Int(_))) => {
+        (Some(min), Some(max)) if searchable => {
             let start = sorted.partition_point(|v| v.sql_cmp(min).is_lt());
             let end = sorted.partition_point(|v| v.sql_cmp(max).is_le());
             start..end.max(start)
@@ -277,16 +288,24 @@ pub fn within_bounds_at(sorted: &[Value], s: &ChunkStats) -> std::ops::Range<usi
     }
 }
 
-/// The integer bounds of `col` over every row group of the file, for narrowing a long IN
-/// list before an index hashes it; `None` when a row group holding values has none.
+/// The integer bounds of `col` over every row group of the file (see [`file_bounds`]).
 pub fn file_int_bounds(md: &ParquetMetaData, col: &ColumnRef) -> Option<ChunkStats> {
+    file_bounds(md, col).filter(|s| matches!(s.min, Some(Value::Int(_))))
+}
+
+/// The integer or byte-string bounds of `col` over every row group of the file, for
+/// narrowing a long IN list before an index hashes it; `None` when a row group holding
+/// values has none.
+pub fn file_bounds(md: &ParquetMetaData, col: &ColumnRef) -> Option<ChunkStats> {
     let mut bounds: Option<(Value, Value)> = None;
     let mut rows = 0u64;
+    let mut exact = true;
     for rg in 0..md.num_row_groups() {
         let s = row_group_stats(md, rg, col)?;
         rows += s.rows;
         match (s.min, s.max) {
-            (Some(lo @ Value::Int(_)), Some(hi @ Value::Int(_))) => {
+            (Some(lo), Some(hi)) if searchable_bounds(&lo, &hi) => {
+                exact &= s.exact;
                 bounds = Some(match bounds {
                     None => (lo, hi),
                     Some((a, b)) => (
@@ -304,11 +323,19 @@ pub fn file_int_bounds(md: &ParquetMetaData, col: &ColumnRef) -> Option<ChunkSta
     Some(ChunkStats {
         min: Some(min),
         max: Some(max),
-        exact: true,
+        exact,
         null_count: None,
         rows,
         all_null: false,
     })
+}
+
+/// Bounds an IN list can be cut to by search: both integers or both byte strings.
+fn searchable_bounds(min: &Value, max: &Value) -> bool {
+    matches!(
+        (min, max),
+        (Value::Int(_), Value::Int(_)) | (Value::Bytes(_), Value::Bytes(_))
+    )
 }
 
 /// The footer statistics of `col` in row group `rg`, or `None` when there are none that
@@ -402,6 +429,23 @@ mod tests {
             Some(Value::Bytes(b"b".to_vec())),
         );
         assert_eq!(within_bounds(&sorted, &text).len(), sorted.len());
+        // String bounds narrow a list of strings alike.
+        let words: Vec<Value> = ["", "a", "abc", "b", "ba", "é"]
+            .map(|w| Value::Bytes(w.into()))
+            .to_vec();
+        assert_eq!(
+            within_bounds(&words, &text),
+            ["a", "abc", "b"].map(|w| Value::Bytes(w.into()))
+        );
+        let past = stats(
+            Some(Value::Bytes(b"c".to_vec())),
+            Some(Value::Bytes(b"d".to_vec())),
+        );
+        assert!(within_bounds(&words, &past).is_empty());
+        // Float bounds leave every value: a NaN in the list lies outside any bounds.
+        let floats = [1.0, 5.0, f64::NAN].map(Value::Float).to_vec();
+        let narrow = stats(Some(Value::Float(0.0)), Some(Value::Float(2.0)));
+        assert_eq!(within_bounds(&floats, &narrow).len(), 3);
     }
     /// The footer (with page index) of 3 row groups of 1,000 sorted keys in 100-row pages,
     /// with a Parquet bloom filter on `k`, and its bound predicate for `text`.
