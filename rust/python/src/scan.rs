@@ -225,18 +225,12 @@ pub fn read_units(
     urls.dedup();
     configure_storage(&urls, storage_options.as_ref())?;
     let planned = run_blocking(py, move |cancel| {
-        // Footers of files the catalog describes come from it, not from the files.
+        // Footers of files the catalog describes come from it, not from the files: once
+        // per file (each seeding checks the file is unchanged), however many units it has.
         if let Some(root) = &catalog {
             if let Some(c) = Catalog::open_for_reading(root)? {
-                for b in &batches {
-                    if let Some(paths) = b
-                        .column_by_name("path")
-                        .and_then(|a| a.as_string_opt::<i32>())
-                    {
-                        for p in paths.iter().flatten() {
-                            c.seed_one(p, global_cache())?;
-                        }
-                    }
+                for p in &urls {
+                    c.seed_one(p, global_cache())?;
                 }
             }
         }
