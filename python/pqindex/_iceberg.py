@@ -131,6 +131,12 @@ def _plan_files(table: Any, snapshot: Any, schema: Any) -> Any:
     deletes_read: dict[str, dict[str, Any]] = {}
     identity = _identity_columns(table, schema)
     paths, sizes, records, deleted, identities = [], [], [], [], []
+    # ``from_bytes`` dispatches on the type at every call; a table of many files and
+    # columns decodes a bound per file and leaf, so each leaf's decoder is looked up once.
+    decoders = [
+        (name, field_id, ptype, from_bytes.dispatch(type(ptype)))
+        for name, field_id, ptype in leaves
+    ]
     mins: dict[str, list[Any]] = {name: [] for name, _, _ in leaves}
     maxs: dict[str, list[Any]] = {name: [] for name, _, _ in leaves}
     nulls: dict[str, list[Any]] = {name: [] for name, _, _ in leaves}
@@ -151,10 +157,10 @@ def _plan_files(table: Any, snapshot: Any, schema: Any) -> Any:
         identities.append(identity.get(f.spec_id))
         lower, upper = f.lower_bounds or {}, f.upper_bounds or {}
         counts = f.null_value_counts or {}
-        for name, field_id, ptype in leaves:
+        for name, field_id, ptype, decode in decoders:
             lo, hi = lower.get(field_id), upper.get(field_id)
-            mins[name].append(None if lo is None else from_bytes(ptype, lo))
-            maxs[name].append(None if hi is None else from_bytes(ptype, hi))
+            mins[name].append(None if lo is None else decode(ptype, lo))
+            maxs[name].append(None if hi is None else decode(ptype, hi))
             nulls[name].append(counts.get(field_id))
     columns: dict[str, Any] = {
         "path": pa.array(paths, pa.string()),
