@@ -135,6 +135,38 @@ def test_wrong_credentials_and_missing_tables_give_typed_errors(
         pqindex.scan(url, storage_options=bad).to_arrow()
 
 
+def test_a_file_of_deletion_vectors_is_fetched_once(s3: S3Server, tmp_path: Path) -> None:
+    """The deletion vectors of six data files packed in one object, as Delta Spark writes
+    them: planning fetches that object once, not once per data file."""
+    pytest.importorskip("pyroaring")
+    from delta_tables import add_deletion_vectors, add_paths
+
+    local = tmp_path / "t"
+    for i in range(6):
+        deltalake.write_deltalake(str(local), batch(i * 500, 500), mode="append")
+    files = add_paths(local)
+    rng = random.Random(3)
+    deletes = {f: sorted(rng.sample(range(500), 40)) for f in files}
+    add_deletion_vectors(local, deletes, {f: "u" for f in files}, packed=True)
+    upload_dir(s3, local, "delta/packed")
+    url = f"s3://{BUCKET}/delta/packed"
+    fetched: list[bytes] = []
+
+    def note(request: bytes) -> None:
+        line = request.split(b"\r\n", 1)[0]
+        if b"deletion_vector_" in line:
+            fetched.append(line)
+
+    s3.proxy.fault = note  # forwards every request (it answers none)
+    try:
+        got = pqindex.scan(url, storage_options=s3.options()).to_arrow()
+    finally:
+        s3.proxy.fault = None
+    assert got.num_rows == 6 * 500 - 6 * 40
+    assert rows(got) == rows(referee(s3, url))
+    assert len(fetched) == 1, fetched
+
+
 @pytest.fixture(scope="module")
 def iceberg(s3: S3Server, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """An Iceberg table whose warehouse is on the store (a SQL catalog on local SQLite)."""
