@@ -268,18 +268,17 @@ pub fn within_bounds<'a>(sorted: &'a [Value], s: &ChunkStats) -> &'a [Value] {
 
 /// Where [`within_bounds`] lies in `sorted`.
 pub fn within_bounds_at(sorted: &[Value], s: &ChunkStats) -> std::ops::Range<usize> {
-    let bytes = |v: Option<&Value>| matches!(v, Some(Value::Bytes(_)));
-    let searchable = match (&s.min, &s.max) {
-        (Some(Value::Int(_)), Some(Value::Int(_))) => true,
-        // Truncated string bounds still bound: writers cut a minimum short and round a cut
-        // maximum up. The list is of strings too (binding coerces it to the column's type).
-        (Some(Value::Bytes(_)), Some(Value::Bytes(_))) => {
-            bytes(sorted.first()) && bytes(sorted.last())
-        }
-        _ => false,
+    // Binding coerces a list to its column's type; one of another kind is not ordered
+    // against these bounds, and is left whole.
+    let alike = |v: Option<&Value>, b: &Value| {
+        v.is_some_and(|v| std::mem::discriminant(v) == std::mem::discriminant(b))
     };
     match (&s.min, &s.max) {
-        (Some(min), Some(max)) if searchable => {
+        (Some(min), Some(max))
+            if searchable_bounds(min, max)
+                && alike(sorted.first(), min)
+                && alike(sorted.last(), min) =>
+        {
             let start = sorted.partition_point(|v| v.sql_cmp(min).is_lt());
             let end = sorted.partition_point(|v| v.sql_cmp(max).is_le());
             start..end.max(start)
@@ -330,7 +329,9 @@ pub fn file_bounds(md: &ParquetMetaData, col: &ColumnRef) -> Option<ChunkStats> 
     })
 }
 
-/// Bounds an IN list can be cut to by search: both integers or both byte strings.
+/// Bounds an IN list can be cut to by search: both integers or both byte strings. Not
+/// floats: a NaN in a list lies outside any bounds, yet a chunk may hold NaN. Truncated
+/// string bounds still bound: writers cut a minimum short and round a cut maximum up.
 fn searchable_bounds(min: &Value, max: &Value) -> bool {
     matches!(
         (min, max),
