@@ -133,7 +133,7 @@ def _plan_files(table: Any, snapshot: Any, schema: Any) -> Any:
     paths, sizes, records, deleted, identities = [], [], [], [], []
     # ``from_bytes`` dispatches on the type at every call; a table of many files and
     # columns decodes a bound per file and leaf, so each leaf's decoder is looked up once.
-    decoders = [
+    decoders: list[tuple[str, Any, Any, Any]] = [
         (name, field_id, ptype, from_bytes.dispatch(type(ptype)))
         for name, field_id, ptype in leaves
     ]
