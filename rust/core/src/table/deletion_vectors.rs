@@ -122,85 +122,48 @@ impl StorageHandler for KeptFiles {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
     use delta_kernel::object_store::local::LocalFileSystem;
     use delta_kernel_default_engine::DefaultEngineBuilder;
 
     use super::*;
 
-    /// The default engine's storage, counting the files it is asked to read.
-    struct Counted {
-        inner: Arc<dyn StorageHandler>,
-        reads: Arc<AtomicUsize>,
+    fn whole(storage: &dyn StorageHandler, url: &Url) -> KernelResult<Bytes> {
+        let mut read = storage.read_files(vec![(url.clone(), None)])?;
+        read.next().expect("one file")
     }
 
-    impl StorageHandler for Counted {
-        fn list_from(&self, path: &Url) -> KernelResult<KernelResultIteratorStatic<FileMeta>> {
-            self.inner.list_from(path)
-        }
-        fn read_files(
-            &self,
-            files: Vec<FileSlice>,
-        ) -> KernelResult<KernelResultIteratorStatic<Bytes>> {
-            self.reads.fetch_add(files.len(), Ordering::SeqCst);
-            self.inner.read_files(files)
-        }
-        fn copy_atomic(&self, src: &Url, dest: &Url) -> KernelResult<()> {
-            self.inner.copy_atomic(src, dest)
-        }
-        fn put(&self, path: &Url, data: Bytes, overwrite: bool) -> KernelResult<()> {
-            self.inner.put(path, data, overwrite)
-        }
-        fn head(&self, path: &Url) -> KernelResult<FileMeta> {
-            self.inner.head(path)
-        }
-        fn delete(&self, path: &Url) -> KernelResult<()> {
-            self.inner.delete(path)
-        }
-    }
-
-    fn whole(storage: &dyn StorageHandler, url: &Url) -> Bytes {
-        let mut read = storage.read_files(vec![(url.clone(), None)]).unwrap();
-        read.next().unwrap().unwrap()
-    }
-
+    /// A file is read from storage once while kept: removed from disk after its first
+    /// read, it is still served, until `KEPT_FILES` others push it out.
     #[test]
     fn a_file_of_vectors_is_read_once_while_kept() {
         let dir = tempfile::tempdir().unwrap();
-        let urls: Vec<Url> = (0..=KEPT_FILES)
-            .map(|i| {
-                let path = dir.path().join(format!("deletion_vector_{i}.bin"));
-                std::fs::write(&path, vec![i as u8; 100 + i]).unwrap();
+        let paths: Vec<_> = (0..=KEPT_FILES)
+            .map(|i| dir.path().join(format!("deletion_vector_{i}.bin")))
+            .collect();
+        let urls: Vec<Url> = paths
+            .iter()
+            .enumerate()
+            .map(|(i, path)| {
+                std::fs::write(path, vec![i as u8; 100 + i]).unwrap();
                 Url::from_file_path(path).unwrap()
             })
             .collect();
         let engine = DefaultEngineBuilder::new(Arc::new(LocalFileSystem::new())).build();
-        let reads = Arc::new(AtomicUsize::new(0));
-        let storage = KeptFiles::over(Arc::new(Counted {
-            inner: engine.storage_handler(),
-            reads: reads.clone(),
-        }));
+        let storage = KeptFiles::over(engine.storage_handler());
+        assert_eq!(whole(&storage, &urls[0]).unwrap(), vec![0u8; 100]);
+        std::fs::remove_file(&paths[0]).unwrap();
         for _ in 0..3 {
-            assert_eq!(whole(&storage, &urls[0]), vec![0u8; 100]);
+            assert_eq!(whole(&storage, &urls[0]).unwrap(), vec![0u8; 100]);
         }
-        assert_eq!(reads.load(Ordering::SeqCst), 1);
-        // A range is not kept: it passes through each time.
-        let ranged = storage
+        // A range is not kept: it goes to storage, where the file is gone.
+        assert!(storage
             .read_files(vec![(urls[0].clone(), Some(1..3))])
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap();
-        assert_eq!(ranged.as_ref(), &[0u8, 0]);
-        assert_eq!(reads.load(Ordering::SeqCst), 2);
-        // Past KEPT_FILES other files, the first is read again, and right.
-        for url in &urls[1..] {
-            whole(&storage, url);
+            .and_then(|mut r| r.next().expect("one range"))
+            .is_err());
+        // Past KEPT_FILES other files the first is no longer kept.
+        for (i, url) in urls.iter().enumerate().skip(1) {
+            assert_eq!(whole(&storage, url).unwrap().len(), 100 + i);
         }
-        assert_eq!(whole(&storage, &urls[KEPT_FILES]).len(), 100 + KEPT_FILES);
-        assert_eq!(reads.load(Ordering::SeqCst), 2 + KEPT_FILES);
-        assert_eq!(whole(&storage, &urls[0]), vec![0u8; 100]);
-        assert_eq!(reads.load(Ordering::SeqCst), 3 + KEPT_FILES);
+        assert!(whole(&storage, &urls[0]).is_err());
     }
 }
