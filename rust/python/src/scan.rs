@@ -41,10 +41,7 @@ impl PyScan {
         max_bytes: Option<usize>,
     ) -> PyResult<Option<Vec<RecordBatch>>> {
         // Everything read is kept unless the read may stop early.
-        let stream = match max_bytes {
-            None => self.take_stream_kept()?,
-            Some(_) => self.take_stream()?,
-        };
+        let stream = self.take_stream(max_bytes.is_none())?;
         run_blocking(
             py,
             move |cancel| -> Result<Option<Vec<RecordBatch>>, Error> {
@@ -66,18 +63,17 @@ impl PyScan {
         .py()
     }
 
-    fn take_stream(&self) -> PyResult<pqindex_core::ScanStream> {
+    /// The scan's one stream; `kept` when the caller keeps every batch (see
+    /// `Scan::stream_kept`).
+    fn take_stream(&self, kept: bool) -> PyResult<pqindex_core::ScanStream> {
         if self.consumed.swap(true, Ordering::SeqCst) {
             return Err(consumed_error());
         }
-        Ok(self.scan.stream())
-    }
-
-    fn take_stream_kept(&self) -> PyResult<pqindex_core::ScanStream> {
-        if self.consumed.swap(true, Ordering::SeqCst) {
-            return Err(consumed_error());
-        }
-        Ok(self.scan.stream_kept())
+        Ok(if kept {
+            self.scan.stream_kept()
+        } else {
+            self.scan.stream()
+        })
     }
 }
 
@@ -102,7 +98,7 @@ impl PyScan {
         py: Python<'py>,
         requested_schema: Option<Bound<'py, PyCapsule>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        let stream = self.take_stream()?;
+        let stream = self.take_stream(false)?;
         stream_capsule(py, Box::new(stream), requested_schema)
     }
 

@@ -410,19 +410,15 @@ impl Scan {
     /// budget bounds only the units' reads. Threads then read large row groups side by
     /// side instead of one stopping, its batches held, until the consumer reaches it.
     pub fn stream_kept(&self) -> ScanStream {
-        ScanStream::start(
-            self.units.clone(),
-            self.shape.clone(),
-            self.io.clone(),
-            self.metrics.clone(),
-            self.threads,
-            self.read_ahead.unwrap_or_else(read_ahead),
-            true,
-        )
+        self.start(self.units.clone(), self.shape.clone(), true)
     }
 
     /// Stream `units` (units of this scan, their ranges possibly narrowed) in `shape`.
     pub(crate) fn stream_units(&self, units: Vec<ScanUnit>, shape: OutputShape) -> ScanStream {
+        self.start(units, shape, false)
+    }
+
+    fn start(&self, units: Vec<ScanUnit>, shape: OutputShape, keep_all: bool) -> ScanStream {
         ScanStream::start(
             units,
             shape,
@@ -430,7 +426,7 @@ impl Scan {
             self.metrics.clone(),
             self.threads,
             self.read_ahead.unwrap_or_else(read_ahead),
-            false,
+            keep_all,
         )
     }
 
