@@ -105,15 +105,14 @@ impl Scan {
 }
 
 /// The rows `u` is expected to output (the footers' statistics) and their bytes as Arrow,
-/// for the output columns `roots`.
-pub(crate) fn expected_output(u: &ScanUnit, roots: &[usize]) -> (u64, u64) {
+/// for the output leaves `leaves`.
+fn expected_output(u: &ScanUnit, leaves: &[usize]) -> (u64, u64) {
     let md = u.file.reader_metadata.metadata();
-    let leaves = leaves_of(md.file_metadata().schema_descr(), &u.file.file_roots(roots));
     let rows = match &u.file.predicate {
         Some(p) => expected_rows(p, md, u.row_group, u.ranges.row_count()),
         None => u.ranges.row_count(),
     };
-    let width = arrow_row_bytes(md, u.row_group, &leaves);
+    let width = arrow_row_bytes(md, u.row_group, leaves);
     (rows, (rows as f64 * width).ceil() as u64)
 }
 
@@ -148,7 +147,7 @@ fn units_table(scan: &Scan) -> Result<RecordBatch> {
         let md = u.file.reader_metadata.metadata();
         let descr = md.file_metadata().schema_descr();
         let mut leaves = leaves_of(descr, &u.file.file_roots(&roots));
-        let (rows, arrow_bytes) = expected_output(u, &roots);
+        let (rows, arrow_bytes) = expected_output(u, &leaves);
         expected.push(rows);
         expected_bytes.push(arrow_bytes);
         if let Some(p) = &u.file.predicate {
