@@ -313,13 +313,14 @@ impl Catalog {
             match old.get(&rel) {
                 // A copy that no longer decodes (written damaged, or refused by checks
                 // added since) is summarised again from the file, which is unchanged.
-                Some(e) if e.describes(&f.identity) && e.metadata().is_err() => {
-                    report.mended += 1;
-                    entries.push(summary()?);
-                }
                 Some(e) if e.describes(&f.identity) => {
-                    report.kept += 1;
-                    entries.push(e.as_ref().clone());
+                    if e.metadata().is_ok() {
+                        report.kept += 1;
+                        entries.push(e.as_ref().clone());
+                    } else {
+                        report.mended += 1;
+                        entries.push(summary()?);
+                    }
                 }
                 Some(_) => {
                     report.changed += 1;
