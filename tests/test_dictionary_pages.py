@@ -112,11 +112,10 @@ def test_a_full_scan_reads_every_dictionary(fallback_file: Path) -> None:
     assert m["dictionary_pages_read"] == dictionary_chunks(fallback_file)
 
 
-def test_strings_of_dictionary_chunks_read_as_pyarrow_reads_them(tmp_path: Path) -> None:
-    """String columns whose pages are all dictionary encoded are read as dictionaries and
-    expanded by pqindex: short and long values, NULLs, multibyte text, many small batches.
-    A chunk that falls back to plain pages, and a column stored as a dictionary type, are
-    read as before. Every value and type equals pyarrow's."""
+def strings_file(path: Path) -> Path:
+    """Seven string columns of 50,000 rows in 20,000-row row groups: short and long values,
+    NULLs, multibyte text, a column stored as a dictionary type, and one whose chunks fall
+    back to plain pages; and `q`, an integer spreading each of its 50 values over the rows."""
     n = 50_000
     modes = ["AIR", "RAIL", "TRUCK", "REG AIR", "FOB", "MAIL", "SHIP"]
     table = pa.table(
@@ -131,9 +130,9 @@ def test_strings_of_dictionary_chunks_read_as_pyarrow_reads_them(tmp_path: Path)
             "uni": [("žluťoučký", "ünï", "日本語")[i % 3] for i in range(n)],
             "coded": pa.array([("x", "y")[i % 2] for i in range(n)]).dictionary_encode(),
             "fallback": [f"distinct-{i:08d}" for i in range(n)],
+            "q": [i * 7_919 % 50 for i in range(n)],
         }
     )
-    path = tmp_path / "strings.parquet"
     pq.write_table(
         table,
         path,
@@ -144,9 +143,41 @@ def test_strings_of_dictionary_chunks_read_as_pyarrow_reads_them(tmp_path: Path)
     md = pq.ParquetFile(path).metadata
     fallback = md.schema.names.index("fallback")
     assert "PLAIN" in md.row_group(0).column(fallback).encodings
+    return path
+
+
+def test_strings_of_dictionary_chunks_read_as_pyarrow_reads_them(tmp_path: Path) -> None:
+    """String columns whose pages are all dictionary encoded are read as dictionaries and
+    expanded by pqindex, in many small batches. A chunk that falls back to plain pages,
+    and a column stored as a dictionary type, are read as before. Every value and type
+    equals pyarrow's."""
+    path = strings_file(tmp_path / "strings.parquet")
     want = pq.read_table(path)
     for columns in (None, ["inst", "mode"], ["uni", "flag", "coded"]):
         got = pqindex.scan(str(path), columns=columns, batch_size=1_000).to_arrow()
         expected = want if columns is None else want.select(columns)
         assert got.schema.types == expected.schema.types, columns
         assert got.equals(expected), columns
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["q = 1", "q IN (3, 4)", "q < 40", "q = 1 AND flag = 'N'", "q = 99", "mode IS NULL"],
+)
+def test_strings_of_dictionary_chunks_under_a_filter_read_as_duckdb_reads_them(
+    tmp_path: Path, where: str, duckdb_con: Any
+) -> None:
+    """Under a filter whose column is in the output, the other string columns of
+    dictionary-only chunks are read as keys, filtered, and expanded: scattered rows (one
+    in fifty), dense rows, none, and NULLs. Every value equals DuckDB's, every type the
+    file's."""
+    path = strings_file(tmp_path / "strings.parquet")
+    query = f"SELECT * FROM read_parquet('{path}') WHERE {where} ORDER BY fallback"
+    schema = pq.read_schema(path)
+    # A dictionary column equals another by its values, whatever its dictionary holds.
+    plain = pa.schema([pa.field(f.name, pa.string()) if f.name == "coded" else f for f in schema])
+    want = duckdb_table(duckdb_con, query).cast(plain)
+    for batch_size in (1_000, 65_536):
+        got = pqindex.scan(str(path), where=where, batch_size=batch_size).to_arrow()
+        assert got.schema.types == schema.types, where
+        assert got.sort_by("fallback").cast(plain).equals(want), where

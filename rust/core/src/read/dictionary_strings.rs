@@ -6,6 +6,8 @@
 //! of the column's read. Read as a dictionary, the crate decodes only the keys; the
 //! expansion below copies each value of up to 32 bytes as one fixed 32-byte move into a
 //! buffer with room to spare, and stays with the crate where a chunk is not all dictionary.
+//! Reads with no row filter expand every row; the columns read after a predicate pass
+//! ([`super::predicate_first`]) are filtered as keys and only the matching rows expanded.
 
 use std::sync::Arc;
 
@@ -25,7 +27,7 @@ use super::predicate_first::{retyped, Batches};
 const SHORT: usize = 32;
 
 /// The type such a column is read in.
-fn keyed() -> DataType {
+pub(super) fn keyed() -> DataType {
     DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
 }
 

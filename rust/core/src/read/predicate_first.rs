@@ -10,6 +10,7 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
+use arrow_array::types::Int32Type;
 use arrow_array::ArrayRef;
 use arrow_array::{Array, BooleanArray, RecordBatch, RecordBatchReader};
 use arrow_cast::cast;
@@ -30,6 +31,7 @@ use parquet::schema::types::SchemaDescriptor;
 use crate::error::Result;
 use crate::predicate::eval;
 use crate::predicate::expr::Predicate;
+use crate::read::dictionary_strings;
 use crate::read::reader_builder;
 
 /// Batches of the output roots, and their schema (the columns in no particular order).
@@ -183,8 +185,14 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
 
     let batch_rows = decoded_batch_rows(unit.batch_size, kept.num_rows(), mask.len());
     let (batch_size, own_schema) = (unit.batch_size, unit.metadata.schema().clone());
+    let keyed = dictionary_strings::keyed_roots(
+        unit.metadata.metadata(),
+        unit.row_group,
+        &unit.metadata,
+        &others,
+    );
     let viewed = Unit {
-        metadata: narrowed(&unit.metadata)?,
+        metadata: narrowed(&unit.metadata, &keyed)?,
         selection: None,
         ..unit
     };
@@ -254,16 +262,21 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
 }
 
 /// `metadata` with some top-level columns read in narrower types, cast back after
-/// filtering ([`from_narrow`]): strings and bytes as views, so that a dictionary-encoded
-/// page decodes into views of its dictionary instead of a copy of each value, and
-/// decimals stored as INT64 as `Decimal64`, which the reader hands over as they are
-/// instead of widening every value to 128 bits. Filtering scattered rows then moves
-/// small values, and only the matching ones are converted.
-fn narrowed(metadata: &ArrowReaderMetadata) -> Result<ArrowReaderMetadata> {
+/// filtering ([`from_narrow`]): the string columns `keyed` (whose chunks hold only
+/// dictionary-encoded pages) as dictionaries, so that the reader decodes only their keys;
+/// other strings and bytes as views, so that a dictionary-encoded page decodes into views
+/// of its dictionary instead of a copy of each value; and decimals stored as INT64 as
+/// `Decimal64`, which the reader hands over as they are instead of widening every value
+/// to 128 bits. Filtering scattered rows then moves small values, and only the matching
+/// ones are converted.
+fn narrowed(metadata: &ArrowReaderMetadata, keyed: &[usize]) -> Result<ArrowReaderMetadata> {
     let schema = metadata.schema();
     let descr = metadata.metadata().file_metadata().schema_descr();
     let narrow: Vec<Option<DataType>> = (0..schema.fields().len())
-        .map(|i| narrow_of(descr, i, schema.field(i).data_type()))
+        .map(|i| match keyed.contains(&i) {
+            true => Some(dictionary_strings::keyed()),
+            false => narrow_of(descr, i, schema.field(i).data_type()),
+        })
         .collect();
     if narrow.iter().all(Option::is_none) {
         return Ok(metadata.clone());
@@ -329,12 +342,10 @@ fn from_narrow(columns: &[ArrayRef], fields: &Fields) -> Result<Vec<ArrayRef>, A
     columns
         .iter()
         .zip(fields.iter())
-        .map(|(c, f)| {
-            if c.data_type() == f.data_type() {
-                Ok(c.clone())
-            } else {
-                cast(c, f.data_type())
-            }
+        .map(|(c, f)| match c.as_dictionary_opt::<Int32Type>() {
+            _ if c.data_type() == f.data_type() => Ok(c.clone()),
+            Some(d) if f.data_type() == &DataType::Utf8 => dictionary_strings::expand(d),
+            _ => cast(c, f.data_type()),
         })
         .collect()
 }
