@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    allocator::keep_freed_memory();
+    allocator::tune();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // A scan's counter names, and those reading its units adds to (Spark's executors
     // report these back to the driver).
