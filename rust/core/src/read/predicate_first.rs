@@ -272,12 +272,12 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
 fn narrowed(metadata: &ArrowReaderMetadata, keyed: &[usize]) -> Result<ArrowReaderMetadata> {
     let schema = metadata.schema();
     let descr = metadata.metadata().file_metadata().schema_descr();
-    let narrow: Vec<Option<DataType>> = (0..schema.fields().len())
-        .map(|i| match keyed.contains(&i) {
-            true => Some(dictionary_strings::keyed()),
-            false => narrow_of(descr, i, schema.field(i).data_type()),
-        })
+    let mut narrow: Vec<Option<DataType>> = (0..schema.fields().len())
+        .map(|i| narrow_of(descr, i, schema.field(i).data_type()))
         .collect();
+    for slot in keyed.iter().filter_map(|&root| narrow.get_mut(root)) {
+        *slot = Some(dictionary_strings::keyed());
+    }
     if narrow.iter().all(Option::is_none) {
         return Ok(metadata.clone());
     }
