@@ -275,8 +275,10 @@ fn narrowed(metadata: &ArrowReaderMetadata, keyed: &[usize]) -> Result<ArrowRead
     let mut narrow: Vec<Option<DataType>> = (0..schema.fields().len())
         .map(|i| narrow_of(descr, i, schema.field(i).data_type()))
         .collect();
-    for slot in keyed.iter().filter_map(|&root| narrow.get_mut(root)) {
-        *slot = Some(dictionary_strings::keyed());
+    for &root in keyed {
+        if let Some(slot) = narrow.get_mut(root) {
+            *slot = Some(dictionary_strings::keyed());
+        }
     }
     if narrow.iter().all(Option::is_none) {
         return Ok(metadata.clone());
