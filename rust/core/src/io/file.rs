@@ -307,12 +307,84 @@ impl StorageFile {
         let mut merged = coalesce_ranges(ranges, self.coalesce_gap());
         merged.extend(coalesce_to(scattered, requests, self.coalesce_gap()));
         let mut todo = Vec::new();
+        let mut stitches = Vec::new();
         for r in coalesce_ranges(merged, 0) {
             self.check_bounds(r.start, r.end - r.start)?;
             if self.buffered(r.start, (r.end - r.start) as usize).is_none() {
-                todo.push(r);
+                let stitch = self.missing(r);
+                if !stitch.fetch.is_empty() {
+                    todo.push(stitch.fetch.clone());
+                }
+                if !stitch.head.is_empty() || !stitch.tail.is_empty() {
+                    stitches.push(stitch);
+                }
             }
         }
+        self.fetch_and_keep(todo)?;
+        // A range read in part is kept whole, in one piece, as readers ask for it.
+        for stitch in stitches {
+            let length = (stitch.range.end - stitch.range.start) as usize;
+            let middle = match stitch.fetch.is_empty() {
+                true => Some(Bytes::new()),
+                false => self.buffered(
+                    stitch.fetch.start,
+                    (stitch.fetch.end - stitch.fetch.start) as usize,
+                ),
+            };
+            let Some(middle) = middle else {
+                continue;
+            };
+            let mut whole = Vec::with_capacity(length);
+            for part in stitch.head.iter().chain([&middle]).chain(&stitch.tail) {
+                whole.extend_from_slice(part);
+            }
+            // Kept only whole: a piece missing would shift every byte after it.
+            if whole.len() == length {
+                self.keep([(stitch.range.start, Bytes::from(whole))]);
+            }
+        }
+        Ok(())
+    }
+
+    /// What of `range` is not held yet: the held bytes at its start and at its end (a
+    /// page index reaching into the footer's tail read), and the part between them.
+    fn missing(&self, range: Range<u64>) -> Stitch {
+        let mut head = Vec::new();
+        let mut from = range.start;
+        while from < range.end {
+            let Some(b) = self.buffered_from(from) else {
+                break;
+            };
+            let take = b.len().min((range.end - from) as usize);
+            head.push(b.slice(..take));
+            from += take as u64;
+        }
+        let mut tail = Vec::new();
+        let mut to = range.end;
+        while from < to {
+            let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
+            let Some((s, b)) = buffers
+                .iter()
+                .filter(|(s, b)| *s < to && s + b.len() as u64 >= to)
+                .min_by_key(|(s, _)| *s)
+            else {
+                break;
+            };
+            let at = (*s).max(from);
+            tail.push(b.slice((at - s) as usize..(to - s) as usize));
+            to = at;
+        }
+        tail.reverse();
+        Stitch {
+            fetch: from..to,
+            head,
+            tail,
+            range,
+        }
+    }
+
+    /// Fetch `todo` and keep what comes back.
+    fn fetch_and_keep(&self, mut todo: Vec<Range<u64>>) -> Result<()> {
         if todo.is_empty() {
             return Ok(());
         }
@@ -355,6 +427,15 @@ impl StorageFile {
             buffers.sort_by_key(|(s, _)| *s);
         }
     }
+}
+
+/// A range to hold whole, of which `fetch` is still to be read.
+struct Stitch {
+    range: Range<u64>,
+    fetch: Range<u64>,
+    /// Held pieces from `range.start` on, and up to `range.end`, in order.
+    head: Vec<Bytes>,
+    tail: Vec<Bytes>,
 }
 
 impl Length for StorageFile {
@@ -452,5 +533,35 @@ mod tests {
         assert_eq!(held(), 2);
         assert_eq!(file.prefetched(0..4096), None);
         assert!(file.prefetched(1500..4000).is_some());
+    }
+
+    #[test]
+    fn a_range_held_in_part_fetches_only_the_rest_and_is_kept_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.bin");
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let stats = Arc::new(IoStats::default());
+        let file = StorageFile::open(path.to_str().unwrap(), stats.clone()).unwrap();
+        // A footer's tail read, then a page index reaching into it.
+        file.keep([(9_000, file.read_range(9_000, 1_000).unwrap())]);
+        file.prefetch(std::iter::once(6_000..9_500).collect())
+            .unwrap();
+        assert_eq!(stats.bytes(), 1_000 + 3_000);
+        assert_eq!(file.prefetched(6_000..9_500).unwrap(), &data[6_000..9_500]);
+        // Held at its start: only the end is read.
+        file.prefetch(std::iter::once(8_000..10_000).collect())
+            .unwrap();
+        assert_eq!(stats.bytes(), 4_000);
+        file.prefetch(std::iter::once(5_000..9_800).collect())
+            .unwrap();
+        assert_eq!(stats.bytes(), 5_000);
+        assert_eq!(file.prefetched(5_000..9_800).unwrap(), &data[5_000..9_800]);
+        // Held at both ends, with a gap between.
+        file.keep([(1_000, file.read_range(1_000, 500).unwrap())]);
+        file.prefetch(std::iter::once(1_200..5_100).collect())
+            .unwrap();
+        assert_eq!(stats.bytes(), 5_500 + 3_500);
+        assert_eq!(file.prefetched(1_200..5_100).unwrap(), &data[1_200..5_100]);
     }
 }
