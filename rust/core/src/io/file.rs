@@ -311,6 +311,10 @@ impl StorageFile {
         for r in coalesce_ranges(merged, 0) {
             self.check_bounds(r.start, r.end - r.start)?;
             if self.buffered(r.start, (r.end - r.start) as usize).is_none() {
+                if r.end - r.start > STITCH_MAX {
+                    todo.push(r);
+                    continue;
+                }
                 let stitch = self.missing(r);
                 if !stitch.fetch.is_empty() {
                     todo.push(stitch.fetch.clone());
@@ -320,16 +324,17 @@ impl StorageFile {
                 }
             }
         }
-        self.fetch_and_keep(todo)?;
-        // A range read in part is kept whole, in one piece, as readers ask for it.
+        let mut fetched = self.fetch_ranges(todo)?;
+        // A range read in part is kept whole, in one piece, as readers ask for it; its
+        // fetched part is not kept beside it.
         for stitch in stitches {
             let length = (stitch.range.end - stitch.range.start) as usize;
             let middle = match stitch.fetch.is_empty() {
                 true => Some(Bytes::new()),
-                false => self.buffered(
-                    stitch.fetch.start,
-                    (stitch.fetch.end - stitch.fetch.start) as usize,
-                ),
+                false => fetched
+                    .iter()
+                    .position(|(start, _)| *start == stitch.fetch.start)
+                    .map(|i| fetched.swap_remove(i).1),
             };
             let Some(middle) = middle else {
                 continue;
@@ -340,9 +345,10 @@ impl StorageFile {
             }
             // Kept only whole: a piece missing would shift every byte after it.
             if whole.len() == length {
-                self.keep([(stitch.range.start, Bytes::from(whole))]);
+                fetched.push((stitch.range.start, Bytes::from(whole)));
             }
         }
+        self.keep(fetched);
         Ok(())
     }
 
@@ -383,29 +389,28 @@ impl StorageFile {
         }
     }
 
-    /// Fetch `todo` and keep what comes back.
-    fn fetch_and_keep(&self, mut todo: Vec<Range<u64>>) -> Result<()> {
+    /// Fetch `todo`: each range's start and bytes.
+    fn fetch_ranges(&self, mut todo: Vec<Range<u64>>) -> Result<Vec<(u64, Bytes)>> {
         if todo.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
-        let fetched: Vec<Bytes> = match &self.backend {
+        match &self.backend {
             Backend::Local(_) => todo
-                .iter()
-                .map(|r| self.fetch(r.clone()))
-                .collect::<Result<_>>()?,
+                .into_iter()
+                .map(|r| Ok((r.start, self.fetch(r)?)))
+                .collect(),
             Backend::Object(o) => {
                 let etag = self.identity.etag.as_deref();
-                self.keep(o.take_cached(etag, &mut todo));
-                let got = o.get_ranges(etag, &todo, &self.stats)?;
+                let mut got = o.take_cached(etag, &mut todo);
+                let fetched = o.get_ranges(etag, &todo, &self.stats)?;
                 for r in &todo {
                     self.stats.record_read(self.path(), r.clone());
                 }
-                o.remember(etag, &todo, &got);
-                got
+                o.remember(etag, &todo, &fetched);
+                got.extend(todo.iter().map(|r| r.start).zip(fetched));
+                Ok(got)
             }
-        };
-        self.keep(todo.into_iter().map(|r| r.start).zip(fetched));
-        Ok(())
+        }
     }
 
     /// Keep fetched ranges (they may overlap: both hold the same version's bytes). A
@@ -428,6 +433,11 @@ impl StorageFile {
         }
     }
 }
+
+/// The longest range a prefetch completes from bytes already held instead of reading it
+/// whole: metadata (a page index, bloom filters) and a few pages. A longer one is read
+/// whole, since its copy would cost more than the bytes it saves.
+const STITCH_MAX: u64 = 8 << 20;
 
 /// A range to hold whole, of which `fetch` is still to be read.
 struct Stitch {
