@@ -11,6 +11,7 @@
 mod adapt;
 mod dictionary;
 mod dictionary_strings;
+mod integer_decimals;
 pub mod page_guard;
 mod parallel_columns;
 mod predicate_first;
@@ -332,6 +333,20 @@ pub fn read_unit(
                 .iter()
                 .map(|&r| reader_metadata.schema().field(r).name().clone())
                 .collect();
+            // A whole row group read unfiltered decodes its integer-stored decimals here.
+            let decimals = if filters.is_empty() && selection.is_none() {
+                integer_decimals::roots(&reader_metadata, reader_rg, &roots)
+            } else {
+                Vec::new()
+            };
+            let projection = if decimals.is_empty() {
+                projection
+            } else {
+                let rest = roots.iter().copied().filter(|r| !decimals.contains(r));
+                ProjectionMask::roots(&schema_descr, rest)
+            };
+            let decimal_file =
+                (!decimals.is_empty()).then(|| (tracked.clone(), reader_metadata.clone()));
             let reader_metadata = if keyed.is_empty() {
                 reader_metadata
             } else {
@@ -364,10 +379,18 @@ pub fn read_unit(
                 arrow_array::RecordBatchReader::schema(&reader),
                 Box::new(reader),
             );
-            if keyed_names.is_empty() {
+            let batches = if keyed_names.is_empty() {
                 batches
             } else {
                 dictionary_strings::expanded(batches, keyed_names)
+            };
+            match decimal_file {
+                Some((file, reader)) => {
+                    metrics.decimal_chunks_decoded.add(decimals.len() as u64);
+                    integer_decimals::beside(batches, &file, &reader, reader_rg, &decimals)
+                        .map_err(|e| Error::from(e).in_file(&path))?
+                }
+                None => batches,
             }
         }
     };

@@ -1,0 +1,574 @@
+//! Decimals stored as 32- or 64-bit integers, decoded straight into Arrow's 128-bit
+//! decimals.
+//!
+//! The arrow reader decodes such a column into a zero-filled buffer of its physical
+//! integers, then widens every value to 128 bits in a second pass into a second buffer:
+//! in a full scan of three decimal columns that pass alone was a fifth of the CPU. Here a
+//! chunk's dictionary is widened once and each key gathers its 128-bit value from it; plain
+//! values are widened as they are read. The pages come from the crate's page reader (with
+//! pqindex's header checks and the crate's decompression) and the keys and levels from the
+//! crate's RLE decoder; only the gather is pqindex's.
+//!
+//! Only whole row groups read with no row filter come this way, and only flat columns
+//! whose chunk lists no encoding but plain, dictionary and the two level encodings. A page
+//! in another encoding is a chunk whose footer is wrong: its read fails as a damaged file.
+
+use std::mem::MaybeUninit;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Decimal128Array, RecordBatch, RecordBatchOptions};
+use arrow_buffer::{BooleanBufferBuilder, NullBuffer, ScalarBuffer};
+use arrow_schema::{ArrowError, DataType, FieldRef, Schema, SchemaRef};
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::ArrowReaderMetadata;
+use parquet::basic::{Encoding, Type as PhysicalType};
+use parquet::column::page::{Page, PageReader};
+use parquet::encodings::rle::RleDecoder;
+use parquet::errors::ParquetError;
+use parquet::file::reader::ChunkReader;
+use parquet::file::serialized_reader::SerializedPageReader;
+
+use super::predicate_first::Batches;
+
+/// Values decoded at a time, into buffers that stay in the cache.
+const CHUNK: usize = 1024;
+
+/// Of `roots` (root columns of the reader's row group `rg`), the decimal columns of one
+/// flat leaf stored as INT32 or INT64 whose chunk uses only encodings read here.
+#[allow(deprecated)]
+pub(super) fn roots(reader: &ArrowReaderMetadata, rg: usize, roots: &[usize]) -> Vec<usize> {
+    let md = reader.metadata();
+    let descr = md.file_metadata().schema_descr();
+    let fields = reader.schema().fields();
+    let Some(group) = md.row_groups().get(rg) else {
+        return Vec::new();
+    };
+    roots
+        .iter()
+        .copied()
+        // parquet-mr lists BIT_PACKED for the levels of every column it writes.
+        .filter(|&root| {
+            let decimal = fields
+                .get(root)
+                .is_some_and(|f| matches!(f.data_type(), DataType::Decimal128(..)));
+            let mut leaves =
+                (0..descr.num_columns()).filter(|&l| descr.get_column_root_idx(l) == root);
+            let (Some(leaf), None) = (leaves.next(), leaves.next()) else {
+                return false;
+            };
+            let column = descr.column(leaf);
+            decimal
+                && column.max_rep_level() == 0
+                && column.max_def_level() <= 1
+                && matches!(
+                    column.physical_type(),
+                    PhysicalType::INT32 | PhysicalType::INT64
+                )
+                && leaf < group.num_columns()
+                && group.column(leaf).encodings().all(|e| {
+                    matches!(
+                        e,
+                        Encoding::PLAIN
+                            | Encoding::PLAIN_DICTIONARY
+                            | Encoding::RLE_DICTIONARY
+                            | Encoding::RLE
+                            | Encoding::BIT_PACKED
+                    )
+                })
+        })
+        .collect()
+}
+
+/// `batches`, a whole row group read without the columns `roots`, with those columns
+/// decoded here and put beside the others (the output finds columns by name). `file` and
+/// `reader` are what the crate's reader was given, `rg` its row group.
+pub(super) fn beside<R: ChunkReader + Clone + 'static>(
+    (schema, batches): Batches,
+    file: &R,
+    reader: &ArrowReaderMetadata,
+    rg: usize,
+    roots: &[usize],
+) -> Result<Batches, ParquetError> {
+    let md = reader.metadata();
+    let descr = md.file_metadata().schema_descr();
+    let group = md.row_group(rg);
+    let rows = usize::try_from(group.num_rows())
+        .map_err(|_| ParquetError::General("a row group's row count is negative".into()))?;
+    let mut fields: Vec<FieldRef> = schema.fields().iter().cloned().collect();
+    let mut chunks = Vec::with_capacity(roots.len());
+    for &root in roots {
+        let leaf = (0..descr.num_columns())
+            .find(|&l| descr.get_column_root_idx(l) == root)
+            .ok_or_else(|| ParquetError::General(format!("root column {root} has no leaf")))?;
+        let locations = md
+            .offset_index()
+            .and_then(|i| i.get(rg))
+            .and_then(|g| g.get(leaf))
+            .map(|o| o.page_locations().clone());
+        let chunk = group.column(leaf);
+        let pages = SerializedPageReader::new(Arc::new(file.clone()), chunk, rows, locations)?;
+        let field = reader.schema().field(root).clone();
+        chunks.push(DecimalChunk::new(
+            Box::new(pages),
+            chunk.column_type(),
+            descr.column(leaf).max_def_level(),
+            &field,
+        )?);
+        fields.push(Arc::new(field));
+    }
+    let out: SchemaRef = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    let to = out.clone();
+    let batches = batches.map(move |b| {
+        let b = b?;
+        let mut columns = b.columns().to_vec();
+        for chunk in chunks.iter_mut() {
+            columns.push(chunk.next_array(b.num_rows())?);
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+        RecordBatch::try_new_with_options(to.clone(), columns, &options)
+    });
+    Ok((out, Box::new(batches)))
+}
+
+/// A column chunk's pages being decoded into 128-bit decimals.
+struct DecimalChunk {
+    pages: Box<dyn PageReader>,
+    /// Bytes of one plain value: 4 (INT32) or 8 (INT64).
+    width: usize,
+    /// 0 (required) or 1 (optional).
+    max_def: i16,
+    precision: u8,
+    scale: i8,
+    dictionary: Option<Vec<i128>>,
+    page: Option<DataPage>,
+    values: Box<[MaybeUninit<i128>; CHUNK]>,
+    keys: Box<[i32; CHUNK]>,
+    levels: Box<[u8; CHUNK]>,
+}
+
+/// The data page being read.
+struct DataPage {
+    /// Rows (one level, or one value, each) not yet read.
+    left: usize,
+    /// Definition levels; none when the column is required.
+    levels: Option<Levels>,
+    values: Values,
+}
+
+enum Levels {
+    Rle(RleDecoder),
+    /// The deprecated encoding: one bit per level, most significant bit first.
+    BitPacked {
+        bits: Bytes,
+        at: usize,
+    },
+}
+
+enum Values {
+    Plain { bytes: Bytes, at: usize },
+    Keys(RleDecoder),
+}
+
+fn damaged(what: impl Into<String>) -> ParquetError {
+    ParquetError::General(what.into())
+}
+
+impl DecimalChunk {
+    fn new(
+        pages: Box<dyn PageReader>,
+        physical: PhysicalType,
+        max_def: i16,
+        field: &arrow_schema::Field,
+    ) -> Result<Self, ParquetError> {
+        let DataType::Decimal128(precision, scale) = field.data_type() else {
+            return Err(damaged(format!("{} is not a decimal", field.name())));
+        };
+        Ok(DecimalChunk {
+            pages,
+            width: if physical == PhysicalType::INT32 {
+                4
+            } else {
+                8
+            },
+            max_def,
+            precision: *precision,
+            scale: *scale,
+            dictionary: None,
+            page: None,
+            values: Box::new([MaybeUninit::uninit(); CHUNK]),
+            keys: Box::new([0; CHUNK]),
+            levels: Box::new([0; CHUNK]),
+        })
+    }
+
+    /// The next `rows` values of the chunk.
+    fn next_array(&mut self, rows: usize) -> Result<ArrayRef, ArrowError> {
+        let mut out: Vec<i128> = Vec::with_capacity(rows);
+        let mut nulls: Option<BooleanBufferBuilder> = None;
+        while out.len() < rows {
+            if self.page.as_ref().is_none_or(|p| p.left == 0) {
+                self.page = Some(self.next_page()?);
+                continue;
+            }
+            let page = self.page.as_mut().expect("a page was just read");
+            let n = (rows - out.len()).min(page.left).min(CHUNK);
+            let present = match &mut page.levels {
+                None => n,
+                Some(levels) => {
+                    read_levels(levels, &mut self.levels[..n])?;
+                    valid_levels(&self.levels[..n])?
+                }
+            };
+            let start = out.len();
+            let dictionary = self.dictionary.as_deref();
+            let keys = &mut self.keys[..];
+            // The values are written once, straight into the output's spare room: a zero
+            // fill first would cost as much as the decoding.
+            let spare = &mut out.spare_capacity_mut()[..n];
+            if present == n {
+                read_values(&mut page.values, self.width, dictionary, keys, spare)?;
+                if let Some(nulls) = &mut nulls {
+                    nulls.append_n(n, true);
+                }
+            } else {
+                let values = &mut self.values[..present];
+                read_values(&mut page.values, self.width, dictionary, keys, values)?;
+                // SAFETY: `read_values` returned Ok, so it wrote every element of `values`.
+                let values = unsafe { &*(values as *const [MaybeUninit<i128>] as *const [i128]) };
+                let nulls = nulls.get_or_insert_with(|| {
+                    let mut b = BooleanBufferBuilder::new(rows);
+                    b.append_n(start, true);
+                    b
+                });
+                let mut next = values.iter();
+                for (o, &level) in spare.iter_mut().zip(&self.levels[..n]) {
+                    let valid = level == 1;
+                    o.write(if valid { *next.next().unwrap_or(&0) } else { 0 });
+                    nulls.append(valid);
+                }
+            }
+            // SAFETY: both branches above wrote all `n` elements of `spare`, the `n` slots
+            // of spare capacity after `start`.
+            unsafe { out.set_len(start + n) };
+            page.left -= n;
+        }
+        let nulls = nulls.map(|mut b| NullBuffer::new(b.finish()));
+        let array = Decimal128Array::new(ScalarBuffer::from(out), nulls)
+            .with_precision_and_scale(self.precision, self.scale)?;
+        Ok(Arc::new(array) as ArrayRef)
+    }
+
+    /// The next data page, reading the dictionary page on the way.
+    fn next_page(&mut self) -> Result<DataPage, ParquetError> {
+        loop {
+            let page = self
+                .pages
+                .get_next_page()?
+                .ok_or_else(|| damaged("a column chunk ends before its row group's last row"))?;
+            match page {
+                Page::DictionaryPage {
+                    buf,
+                    num_values,
+                    encoding,
+                    ..
+                } => {
+                    if !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) {
+                        return Err(damaged(format!("a dictionary page in {encoding}")));
+                    }
+                    if self.dictionary.is_some() {
+                        return Err(damaged("a column chunk has two dictionary pages"));
+                    }
+                    let n = num_values as usize;
+                    if n.checked_mul(self.width).is_none_or(|len| len > buf.len()) {
+                        return Err(damaged(format!(
+                            "a dictionary page of {} bytes cannot hold {n} values",
+                            buf.len()
+                        )));
+                    }
+                    self.dictionary = Some(widened(&buf[..n * self.width], self.width));
+                }
+                Page::DataPage {
+                    buf,
+                    num_values,
+                    encoding,
+                    def_level_encoding,
+                    ..
+                } => {
+                    let left = num_values as usize;
+                    let (levels, rest) = if self.max_def == 0 {
+                        (None, buf)
+                    } else {
+                        let (levels, rest) = v1_levels(buf, def_level_encoding, left)?;
+                        (Some(levels), rest)
+                    };
+                    return Ok(DataPage {
+                        left,
+                        levels,
+                        values: values(rest, encoding)?,
+                    });
+                }
+                Page::DataPageV2 {
+                    buf,
+                    num_values,
+                    encoding,
+                    def_levels_byte_len,
+                    rep_levels_byte_len,
+                    ..
+                } => {
+                    let start = rep_levels_byte_len as usize;
+                    let end = start.saturating_add(def_levels_byte_len as usize);
+                    if end > buf.len() {
+                        return Err(damaged("a data page's levels run past its end"));
+                    }
+                    let levels = (self.max_def > 0)
+                        .then(|| rle(1, buf.slice(start..end)))
+                        .transpose()?;
+                    return Ok(DataPage {
+                        left: num_values as usize,
+                        levels,
+                        values: values(buf.slice(end..), encoding)?,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// The plain values of `bytes`, `width` bytes each, as 128-bit integers.
+fn widened(bytes: &[u8], width: usize) -> Vec<i128> {
+    let n = bytes.len() / width;
+    let mut out = Vec::with_capacity(n);
+    widen_into(bytes, width, &mut out.spare_capacity_mut()[..n]);
+    // SAFETY: `widen_into` writes one value per `width` bytes: all `n`.
+    unsafe { out.set_len(n) };
+    out
+}
+
+/// Widen the plain values of `bytes`, `width` bytes each, into the elements of `out` (as
+/// many as `bytes` holds), one loop per width so that each is vectorised.
+fn widen_into(bytes: &[u8], width: usize, out: &mut [MaybeUninit<i128>]) {
+    if width == 4 {
+        for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+            o.write(i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i128);
+        }
+    } else {
+        for (o, b) in out.iter_mut().zip(bytes.chunks_exact(8)) {
+            o.write(i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) as i128);
+        }
+    }
+}
+
+fn rle(bit_width: u8, data: Bytes) -> Result<Levels, ParquetError> {
+    let mut decoder = RleDecoder::new(bit_width);
+    decoder.set_data(data)?;
+    Ok(Levels::Rle(decoder))
+}
+
+/// The definition levels at the start of a version 1 data page of `count` values, and the
+/// bytes after them.
+#[allow(deprecated)]
+fn v1_levels(
+    buf: Bytes,
+    encoding: Encoding,
+    count: usize,
+) -> Result<(Levels, Bytes), ParquetError> {
+    match encoding {
+        Encoding::RLE => {
+            let len = buf
+                .get(..4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+                .ok_or_else(|| damaged("a data page ends before its levels' length"))?;
+            let end = len
+                .checked_add(4)
+                .filter(|&end| end <= buf.len())
+                .ok_or_else(|| damaged("a data page's levels run past its end"))?;
+            Ok((rle(1, buf.slice(4..end))?, buf.slice(end..)))
+        }
+        Encoding::BIT_PACKED => {
+            let len = count.div_ceil(8);
+            if len > buf.len() {
+                return Err(damaged("a data page's levels run past its end"));
+            }
+            let bits = buf.slice(..len);
+            Ok((Levels::BitPacked { bits, at: 0 }, buf.slice(len..)))
+        }
+        other => Err(damaged(format!("definition levels in {other}"))),
+    }
+}
+
+/// The values of a data page in `encoding`, from `bytes`.
+fn values(bytes: Bytes, encoding: Encoding) -> Result<Values, ParquetError> {
+    match encoding {
+        Encoding::PLAIN => Ok(Values::Plain { bytes, at: 0 }),
+        Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
+            let bit_width = bytes.first().copied().unwrap_or(0);
+            if bit_width > 32 {
+                return Err(damaged(format!("dictionary keys of {bit_width} bits")));
+            }
+            let mut keys = RleDecoder::new(bit_width);
+            keys.set_data(bytes.slice(bytes.len().min(1)..))?;
+            Ok(Values::Keys(keys))
+        }
+        other => Err(damaged(format!(
+            "a data page in {other}, which its column chunk's metadata does not list"
+        ))),
+    }
+}
+
+/// Fill `out` with the next levels.
+fn read_levels(levels: &mut Levels, out: &mut [u8]) -> Result<(), ParquetError> {
+    match levels {
+        Levels::Rle(decoder) => {
+            if decoder.get_batch(out)? < out.len() {
+                return Err(damaged("a data page holds fewer levels than values"));
+            }
+        }
+        Levels::BitPacked { bits, at } => {
+            for (i, level) in out.iter_mut().enumerate() {
+                let bit = *at + i;
+                let byte = bits
+                    .get(bit / 8)
+                    .ok_or_else(|| damaged("a data page holds fewer levels than values"))?;
+                *level = (byte >> (7 - bit % 8)) & 1;
+            }
+            *at += out.len();
+        }
+    }
+    Ok(())
+}
+
+/// How many of `levels` (0 or 1 each) are 1: rows with a value.
+fn valid_levels(levels: &[u8]) -> Result<usize, ParquetError> {
+    // Two branch-free passes over a cached kilobyte, sixteen bytes at a time: the sum of
+    // up to 255 levels of 0 or 1 fits in a byte.
+    if levels.iter().fold(0u8, |m, &l| m.max(l)) > 1 {
+        return Err(damaged("a definition level above the column's maximum"));
+    }
+    Ok(levels
+        .chunks(255)
+        .map(|c| usize::from(c.iter().fold(0u8, |a, &l| a.wrapping_add(l))))
+        .sum())
+}
+
+/// Write the next values into every element of `out`: gathered from `dictionary` by key
+/// (decoded into `keys`, a scratch buffer at least as long), or widened from plain.
+fn read_values(
+    values: &mut Values,
+    width: usize,
+    dictionary: Option<&[i128]>,
+    keys: &mut [i32],
+    out: &mut [MaybeUninit<i128>],
+) -> Result<(), ParquetError> {
+    let n = out.len();
+    match values {
+        Values::Plain { bytes, at } => {
+            let end = at.saturating_add(n * width);
+            let plain = bytes
+                .get(*at..end)
+                .ok_or_else(|| damaged("a data page holds fewer values than its levels say"))?;
+            widen_into(plain, width, out);
+            *at = end;
+        }
+        Values::Keys(decoder) => {
+            let dictionary = dictionary.ok_or_else(|| {
+                damaged("a dictionary-encoded page in a chunk with no dictionary")
+            })?;
+            let keys = &mut keys[..n];
+            if decoder.get_batch(keys)? < n {
+                return Err(damaged("a data page holds fewer keys than its levels say"));
+            }
+            gather(dictionary, keys, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Write `dictionary[key]` for each of `keys` into `out`.
+fn gather(
+    dictionary: &[i128],
+    keys: &[i32],
+    out: &mut [MaybeUninit<i128>],
+) -> Result<(), ParquetError> {
+    // One check of the largest key (a negative one is larger still as u32) instead of one
+    // per key, so that the gather below is a plain loop.
+    let largest = keys.iter().fold(0u32, |m, &k| m.max(k as u32));
+    if largest as usize >= dictionary.len() {
+        return Err(damaged(format!(
+            "a dictionary key of {largest} for a dictionary of {} values",
+            dictionary.len()
+        )));
+    }
+    for (o, &k) in out.iter_mut().zip(keys) {
+        // SAFETY: every key is below the dictionary's length, checked above.
+        o.write(*unsafe { dictionary.get_unchecked(k as usize) });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_values_widen_with_their_sign() {
+        let mut bytes = Vec::new();
+        for v in [-3i64, 7, i64::MIN] {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        assert_eq!(widened(&bytes, 8), vec![-3, 7, i64::MIN as i128]);
+        assert_eq!(widened(&(-5i32).to_le_bytes(), 4), vec![-5]);
+    }
+
+    #[test]
+    fn keys_gather_their_values_and_a_key_past_the_dictionary_is_an_error() {
+        let dictionary = [5i128, -6, 7];
+        let mut out = [MaybeUninit::uninit(); 4];
+        gather(&dictionary, &[2, 0, 1, 2], &mut out).unwrap();
+        let got: Vec<i128> = out.iter().map(|o| unsafe { o.assume_init() }).collect();
+        assert_eq!(got, vec![7, 5, -6, 7]);
+        assert!(gather(&dictionary, &[0, 3, 1, 1], &mut out).is_err());
+        assert!(gather(&dictionary, &[0, -1, 1, 1], &mut out).is_err());
+    }
+
+    #[test]
+    fn valid_levels_are_counted_and_a_level_above_one_is_an_error() {
+        let levels: Vec<u8> = (0..1000).map(|i| u8::from(i % 3 != 0)).collect();
+        assert_eq!(valid_levels(&levels).unwrap(), 666);
+        assert_eq!(valid_levels(&[1; 1024]).unwrap(), 1024);
+        assert!(valid_levels(&[1, 0, 2, 1]).is_err());
+    }
+
+    #[test]
+    fn bit_packed_levels_read_most_significant_bit_first() {
+        let mut levels = Levels::BitPacked {
+            bits: Bytes::from_static(&[0b1010_0000, 0b1000_0000]),
+            at: 0,
+        };
+        let mut out = [0u8; 9];
+        read_levels(&mut levels, &mut out).unwrap();
+        assert_eq!(out, [1, 0, 1, 0, 0, 0, 0, 0, 1]);
+        let mut more = [0u8; 8];
+        assert!(read_levels(&mut levels, &mut more).is_err());
+    }
+
+    #[test]
+    fn values_short_of_their_levels_are_an_error_not_a_panic() {
+        let mut plain = Values::Plain {
+            bytes: Bytes::from_static(&[1, 0, 0, 0, 0, 0, 0, 0, 2]),
+            at: 0,
+        };
+        let mut out = [MaybeUninit::uninit(); 2];
+        let mut keys = [0i32; 2];
+        assert!(read_values(&mut plain, 8, None, &mut keys, &mut out).is_err());
+        let mut encoded = values(
+            Bytes::from_static(&[1, 0b0000_0011, 0b0000_0001]),
+            Encoding::RLE_DICTIONARY,
+        )
+        .unwrap();
+        assert!(read_values(&mut encoded, 8, None, &mut keys, &mut out).is_err());
+        let dictionary = [10i128];
+        assert!(read_values(&mut encoded, 8, Some(&dictionary), &mut keys, &mut out).is_err());
+        assert!(values(Bytes::from_static(&[33]), Encoding::RLE_DICTIONARY).is_err());
+        assert!(values(Bytes::new(), Encoding::DELTA_BINARY_PACKED).is_err());
+    }
+}
