@@ -33,7 +33,7 @@ def decimals_table(nulls: bool, seed: int = 7) -> pa.Table:
         n = rng.randrange(40) if i < ROWS // 2 else rng.randrange(-(10**digits) + 1, 10**digits)
         return Decimal(n).scaleb(-2)
 
-    return pa.table(
+    table = pa.table(
         {
             "id": pa.array(range(ROWS), pa.int64()),
             "small": pa.array([value(i, 9) for i in range(ROWS)], pa.decimal128(9, 2)),
@@ -41,6 +41,10 @@ def decimals_table(nulls: bool, seed: int = 7) -> pa.Table:
             "s": pa.array([f"s{i % 13}" for i in range(ROWS)]),
         }
     )
+    if nulls:
+        # Every value NULL: an empty dictionary, pages of levels only.
+        table = table.append_column("none", pa.nulls(ROWS, pa.decimal128(12, 3)))
+    return table
 
 
 def required(table: pa.Table) -> pa.Table:
@@ -100,8 +104,9 @@ def test_integer_decimals_read_as_duckdb_reads_them(
     row_groups = pq.ParquetFile(path).metadata.num_row_groups
     # Batches that end inside pages, that hold several pages, and a row group in one.
     for batch_size in (777, 4096, 10_000):
-        m = matches_duckdb(duckdb_con, path, ["id", "small", "large", "s"], batch_size)
-        assert m["decimal_chunks_decoded"] == 2 * row_groups
+        every = ["id", "small", "large", "s"] + (["none"] if nulls == "nulls" else [])
+        m = matches_duckdb(duckdb_con, path, every, batch_size)
+        assert m["decimal_chunks_decoded"] == (len(every) - 2) * row_groups
         m = matches_duckdb(duckdb_con, path, ["large", "id"], batch_size)
         assert m["decimal_chunks_decoded"] == row_groups
 
@@ -120,7 +125,7 @@ def test_decimals_written_by_duckdb(tmp_path: Path, duckdb_con: Any) -> None:
     assert m["decimal_chunks_decoded"] > 0
 
 
-def test_fixed_length_decimals_and_filtered_reads_stay_with_the_arrow_reader(
+def test_fixed_length_decimals_and_reads_of_some_pages_stay_with_the_arrow_reader(
     tmp_path: Path, duckdb_con: Any
 ) -> None:
     table = decimals_table(True)
@@ -130,9 +135,11 @@ def test_fixed_length_decimals_and_filtered_reads_stay_with_the_arrow_reader(
     m = matches_duckdb(duckdb_con, flba, ["id", "small", "large"], 4096)
     assert m["decimal_chunks_decoded"] == 0
 
+    # The page index selects a few pages: the arrow reader reads them.
     ints = write(tmp_path / "ints.parquet", table)
-    scan = pqindex.scan(str(ints), where="id >= 5", columns=["id", "large"])
-    assert scan.to_arrow().num_rows == ROWS - 5
+    scan = pqindex.scan(str(ints), where="id BETWEEN 100 AND 300", columns=["id", "large"])
+    assert scan.to_arrow().num_rows == 201
+    assert scan.metrics()["pages_pruned"] > 0
     assert scan.metrics()["decimal_chunks_decoded"] == 0
 
 
@@ -185,3 +192,49 @@ def test_damaged_pages_fail_or_read_every_row(tmp_path: Path, seed: int) -> None
         assert "pages.parquet" in str(e)
     else:
         assert rows == ROWS
+
+
+SELECTIVE = [
+    ("s = 's3'", ["id", "s", "small", "large"]),
+    ("s = 's5'", ["s", "large"]),
+    ("s IN ('s1', 's12') AND id > 100", ["id", "s", "large", "small"]),
+    ("small IS NULL", ["id", "small", "large", "none"]),
+    ("small > 0.3", ["small", "large", "id"]),
+    ("id >= 0", ["id", "large", "small"]),
+    ("s = 'none'", ["id", "s", "small"]),
+]
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("dictionary", [True, False])
+@pytest.mark.parametrize(("where", "columns"), SELECTIVE)
+def test_integer_decimals_after_a_predicate_pass_read_as_duckdb_reads_them(
+    tmp_path: Path,
+    version: str,
+    dictionary: bool,
+    where: str,
+    columns: list[str],
+    duckdb_con: Any,
+) -> None:
+    """The predicate's columns are in the output, so they are decoded first; the decimals
+    gather only the matching rows' values. One thread: no spare threads share the columns
+    out instead."""
+    path = write(
+        tmp_path / "d.parquet",
+        decimals_table(True),
+        data_page_version=version,
+        use_dictionary=dictionary,
+    )
+    want = duckdb_table(
+        duckdb_con, f"SELECT {', '.join(columns)} FROM read_parquet('{path}') WHERE {where}"
+    )
+    for batch_size in (777, 4096):
+        scan = pqindex.scan(
+            str(path), where=where, columns=columns, batch_size=batch_size, threads=1
+        )
+        got = scan.to_arrow()
+        assert got.schema.names == columns
+        order = [(c, "ascending") for c in columns]
+        assert got.sort_by(order).equals(want.sort_by(order).cast(got.schema))
+        if want.num_rows:
+            assert scan.metrics()["decimal_chunks_decoded"] > 0

@@ -17,7 +17,7 @@ use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Decimal128Array, RecordBatch, RecordBatchOptions};
-use arrow_buffer::{BooleanBufferBuilder, NullBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder, NullBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, DataType, FieldRef, Schema, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
@@ -89,32 +89,12 @@ pub(super) fn beside<R: ChunkReader + Clone + 'static>(
     rg: usize,
     roots: &[usize],
 ) -> Result<Batches, ParquetError> {
-    let md = reader.metadata();
-    let descr = md.file_metadata().schema_descr();
-    let group = md.row_group(rg);
-    let rows = usize::try_from(group.num_rows())
-        .map_err(|_| ParquetError::General("a row group's row count is negative".into()))?;
     let mut fields: Vec<FieldRef> = schema.fields().iter().cloned().collect();
     let mut chunks = Vec::with_capacity(roots.len());
     for &root in roots {
-        let leaf = (0..descr.num_columns())
-            .find(|&l| descr.get_column_root_idx(l) == root)
-            .ok_or_else(|| ParquetError::General(format!("root column {root} has no leaf")))?;
-        let locations = md
-            .offset_index()
-            .and_then(|i| i.get(rg))
-            .and_then(|g| g.get(leaf))
-            .map(|o| o.page_locations().clone());
-        let chunk = group.column(leaf);
-        let pages = SerializedPageReader::new(Arc::new(file.clone()), chunk, rows, locations)?;
-        let field = reader.schema().field(root).clone();
-        chunks.push(DecimalChunk::new(
-            Box::new(pages),
-            chunk.column_type(),
-            descr.column(leaf).max_def_level(),
-            &field,
-        )?);
-        fields.push(Arc::new(field));
+        let (field, chunk) = chunk(file, reader, rg, root)?;
+        fields.push(field);
+        chunks.push(chunk);
     }
     let out: SchemaRef = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
     let to = out.clone();
@@ -128,6 +108,117 @@ pub(super) fn beside<R: ChunkReader + Clone + 'static>(
         RecordBatch::try_new_with_options(to.clone(), columns, &options)
     });
     Ok((out, Box::new(batches)))
+}
+
+/// The decimal column `root` of row group `rg` of `file`, read through `reader`: its output
+/// field and its pages, to be decoded.
+fn chunk<R: ChunkReader + Clone + 'static>(
+    file: &R,
+    reader: &ArrowReaderMetadata,
+    rg: usize,
+    root: usize,
+) -> Result<(FieldRef, DecimalChunk), ParquetError> {
+    let md = reader.metadata();
+    let descr = md.file_metadata().schema_descr();
+    let group = md.row_group(rg);
+    let rows = usize::try_from(group.num_rows())
+        .map_err(|_| damaged("a row group's row count is negative"))?;
+    let leaf = (0..descr.num_columns())
+        .find(|&l| descr.get_column_root_idx(l) == root)
+        .ok_or_else(|| damaged(format!("root column {root} has no leaf")))?;
+    let locations = md
+        .offset_index()
+        .and_then(|i| i.get(rg))
+        .and_then(|g| g.get(leaf))
+        .map(|o| o.page_locations().clone());
+    let column = group.column(leaf);
+    let pages = SerializedPageReader::new(Arc::new(file.clone()), column, rows, locations)?;
+    let field = reader.schema().field(root).clone();
+    let chunk = DecimalChunk::new(
+        Box::new(pages),
+        column.column_type(),
+        descr.column(leaf).max_def_level(),
+        &field,
+    )?;
+    Ok((Arc::new(field), chunk))
+}
+
+/// Rows of a step of the mask decoded at a time by [`Selected`].
+const STEP: usize = 8 * CHUNK;
+
+/// The decimal columns of a whole row group, only the rows a mask selects, for a read after
+/// a predicate pass. The keys of every row are decoded (a page is encoded as a whole), but
+/// only the selected rows gather their values.
+pub(super) struct Selected {
+    fields: Vec<FieldRef>,
+    chunks: Vec<DecimalChunk>,
+    /// Which rows of the row group are read.
+    mask: BooleanBuffer,
+    /// Rows of the mask decoded so far.
+    row: usize,
+    /// Per chunk, the selected values decoded and not yet handed out, and whether each is
+    /// valid.
+    pending: Vec<(Vec<i128>, Vec<bool>)>,
+}
+
+impl Selected {
+    /// The decimal columns `roots` of row group `rg` of `file`, read through `reader`, at
+    /// the rows `mask` (one bit per row of the row group) selects.
+    pub(super) fn new<R: ChunkReader + Clone + 'static>(
+        file: &R,
+        reader: &ArrowReaderMetadata,
+        rg: usize,
+        roots: &[usize],
+        mask: BooleanBuffer,
+    ) -> Result<Self, ParquetError> {
+        let mut fields = Vec::with_capacity(roots.len());
+        let mut chunks = Vec::with_capacity(roots.len());
+        for &root in roots {
+            let (field, chunk) = chunk(file, reader, rg, root)?;
+            fields.push(field);
+            chunks.push(chunk);
+        }
+        let pending = vec![(Vec::new(), Vec::new()); chunks.len()];
+        Ok(Selected {
+            fields,
+            chunks,
+            mask,
+            row: 0,
+            pending,
+        })
+    }
+
+    /// The output fields, in the order of the arrays [`Selected::next`] gives.
+    pub(super) fn fields(&self) -> &[FieldRef] {
+        &self.fields
+    }
+
+    /// The next `count` selected rows of each column.
+    pub(super) fn next(&mut self, count: usize) -> Result<Vec<ArrayRef>, ArrowError> {
+        while self.pending.first().is_some_and(|p| p.0.len() < count) {
+            if self.row >= self.mask.len() {
+                return Err(ArrowError::ParquetError(
+                    "the decimal columns hold fewer selected rows than the others".into(),
+                ));
+            }
+            let step = STEP.min(self.mask.len() - self.row);
+            let mask = self.mask.slice(self.row, step);
+            for (chunk, (values, valid)) in self.chunks.iter_mut().zip(&mut self.pending) {
+                chunk.read_selected(&mask, values, valid)?;
+            }
+            self.row += step;
+        }
+        let mut out = Vec::with_capacity(self.chunks.len());
+        for (chunk, (values, valid)) in self.chunks.iter().zip(&mut self.pending) {
+            let taken: Vec<i128> = values.drain(..count).collect();
+            let flags: Vec<bool> = valid.drain(..count).collect();
+            let nulls = flags.contains(&false).then(|| NullBuffer::from(flags));
+            let array = Decimal128Array::new(ScalarBuffer::from(taken), nulls)
+                .with_precision_and_scale(chunk.precision, chunk.scale)?;
+            out.push(Arc::new(array) as ArrayRef);
+        }
+        Ok(out)
+    }
 }
 
 /// A column chunk's pages being decoded into 128-bit decimals.
@@ -256,6 +347,60 @@ impl DecimalChunk {
         let array = Decimal128Array::new(ScalarBuffer::from(out), nulls)
             .with_precision_and_scale(self.precision, self.scale)?;
         Ok(Arc::new(array) as ArrayRef)
+    }
+
+    /// Of the next `mask.len()` rows, those `mask` selects, appended to `out` with their
+    /// validity in `valid`.
+    fn read_selected(
+        &mut self,
+        mask: &BooleanBuffer,
+        out: &mut Vec<i128>,
+        valid: &mut Vec<bool>,
+    ) -> Result<(), ParquetError> {
+        let rows = mask.len();
+        let mut done = 0;
+        while done < rows {
+            if self.page.as_ref().is_none_or(|p| p.left == 0) {
+                self.page = Some(self.next_page()?);
+                continue;
+            }
+            let page = self.page.as_mut().expect("a page was just read");
+            let n = (rows - done).min(page.left).min(CHUNK);
+            let present = match &mut page.levels {
+                None => n,
+                Some(levels) => {
+                    read_levels(levels, &mut self.levels[..n])?;
+                    valid_levels(&self.levels[..n])?
+                }
+            };
+            let piece = mask.slice(done, n);
+            if piece.count_set_bits() == 0 {
+                skip_values(&mut page.values, self.width, present)?;
+            } else {
+                let dictionary = self.dictionary.as_deref();
+                let keys = &mut self.keys[..present];
+                let source = locate_values(&mut page.values, self.width, dictionary, keys)?;
+                if present == n {
+                    for i in piece.set_indices() {
+                        out.push(source.value(i));
+                        valid.push(true);
+                    }
+                } else {
+                    // The value of row i is the j-th, j the valid rows before it.
+                    let mut j = 0;
+                    for (selected, &level) in piece.iter().zip(&self.levels[..n]) {
+                        if selected {
+                            out.push(if level == 1 { source.value(j) } else { 0 });
+                            valid.push(level == 1);
+                        }
+                        j += usize::from(level);
+                    }
+                }
+            }
+            page.left -= n;
+            done += n;
+        }
+        Ok(())
     }
 
     /// The next data page, reading the dictionary page on the way.
@@ -490,9 +635,9 @@ fn gather(
     out: &mut [MaybeUninit<i128>],
 ) -> Result<(), ParquetError> {
     // One check of the largest key (a negative one is larger still as u32) instead of one
-    // per key, so that the gather below is a plain loop.
+    // per key, so that the gather below is a plain loop. No key (all NULL) needs no value.
     let largest = keys.iter().fold(0u32, |m, &k| m.max(k as u32));
-    if largest as usize >= dictionary.len() {
+    if !keys.is_empty() && largest as usize >= dictionary.len() {
         return Err(damaged(format!(
             "a dictionary key of {largest} for a dictionary of {} values",
             dictionary.len()
@@ -503,6 +648,88 @@ fn gather(
         o.write(*unsafe { dictionary.get_unchecked(k as usize) });
     }
     Ok(())
+}
+
+/// Pass over the next `count` values.
+fn skip_values(values: &mut Values, width: usize, count: usize) -> Result<(), ParquetError> {
+    let short = || damaged("a data page holds fewer values than its levels say");
+    match values {
+        Values::Plain { bytes, at } => {
+            let end = at.saturating_add(count * width);
+            if end > bytes.len() {
+                return Err(short());
+            }
+            *at = end;
+        }
+        Values::Keys(decoder) => {
+            if decoder.skip(count)? < count {
+                return Err(short());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where the next values are, for picking some of them by position.
+enum Located<'a> {
+    Keys(&'a [i128], &'a [i32]),
+    Plain(&'a [u8], usize),
+}
+
+impl Located<'_> {
+    /// The `j`-th value, `j` below the count located.
+    fn value(&self, j: usize) -> i128 {
+        match self {
+            // Every key was checked against the dictionary's length in `locate_values`.
+            Located::Keys(dictionary, keys) => dictionary[keys[j] as usize],
+            Located::Plain(bytes, width) => {
+                let b = &bytes[j * width..(j + 1) * width];
+                match *width {
+                    4 => i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i128,
+                    _ => {
+                        i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]) as i128
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Locate the next `keys.len()` values and pass over them: keys are decoded into `keys`
+/// and checked against the dictionary, plain values are found in the page.
+fn locate_values<'a>(
+    values: &'a mut Values,
+    width: usize,
+    dictionary: Option<&'a [i128]>,
+    keys: &'a mut [i32],
+) -> Result<Located<'a>, ParquetError> {
+    let n = keys.len();
+    let short = || damaged("a data page holds fewer values than its levels say");
+    match values {
+        Values::Plain { bytes, at } => {
+            let start = *at;
+            let end = start.saturating_add(n * width);
+            let plain = bytes.get(start..end).ok_or_else(short)?;
+            *at = end;
+            Ok(Located::Plain(plain, width))
+        }
+        Values::Keys(decoder) => {
+            let dictionary = dictionary.ok_or_else(|| {
+                damaged("a dictionary-encoded page in a chunk with no dictionary")
+            })?;
+            if decoder.get_batch(keys)? < n {
+                return Err(short());
+            }
+            let largest = keys.iter().fold(0u32, |m, &k| m.max(k as u32));
+            if !keys.is_empty() && largest as usize >= dictionary.len() {
+                return Err(damaged(format!(
+                    "a dictionary key of {largest} for a dictionary of {} values",
+                    dictionary.len()
+                )));
+            }
+            Ok(Located::Keys(dictionary, keys))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -528,6 +755,9 @@ mod tests {
         assert_eq!(got, vec![7, 5, -6, 7]);
         assert!(gather(&dictionary, &[0, 3, 1, 1], &mut out).is_err());
         assert!(gather(&dictionary, &[0, -1, 1, 1], &mut out).is_err());
+        // An all-NULL chunk's dictionary is empty, and its pages have no key.
+        assert!(gather(&[], &[], &mut out[..0]).is_ok());
+        assert!(gather(&[], &[0], &mut out[..1]).is_err());
     }
 
     #[test]

@@ -317,7 +317,7 @@ pub fn read_unit(
                     metrics.column_groups_read.add(groups as u64);
                     parallel_columns::read(unit, &reused, shares)
                 }
-                None => predicate_first::read(unit, &reused),
+                None => predicate_first::read(unit, &reused, metrics),
             }
             .map_err(|e| e.in_file(&path))?
         }

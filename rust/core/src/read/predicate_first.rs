@@ -12,7 +12,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int32Type;
 use arrow_array::ArrayRef;
-use arrow_array::{Array, BooleanArray, RecordBatch, RecordBatchReader};
+use arrow_array::{Array, BooleanArray, RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_cast::cast;
 use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef};
 use arrow_select::coalesce::BatchCoalescer;
@@ -29,9 +29,11 @@ use parquet::file::reader::ChunkReader;
 use parquet::schema::types::SchemaDescriptor;
 
 use crate::error::Result;
+use crate::plan::Metrics;
 use crate::predicate::eval;
 use crate::predicate::expr::Predicate;
 use crate::read::dictionary_strings;
+use crate::read::integer_decimals;
 use crate::read::reader_builder;
 
 /// Batches of the output roots, and their schema (the columns in no particular order).
@@ -164,6 +166,7 @@ pub(super) fn predicate_pass<F: ChunkReader + Clone + 'static>(
 pub(super) fn read<F: ChunkReader + Clone + 'static>(
     unit: Unit<'_, F>,
     reused: &[usize],
+    metrics: &Metrics,
 ) -> Result<Batches> {
     let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
     let Matched {
@@ -185,6 +188,34 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
 
     let batch_rows = decoded_batch_rows(unit.batch_size, kept.num_rows(), mask.len());
     let (batch_size, own_schema) = (unit.batch_size, unit.metadata.schema().clone());
+    // With the whole row group in the predicate pass, the mask has a bit for each of its
+    // rows: decimals stored as integers gather the matching rows' values only.
+    let decimals = match unit.selection {
+        None => integer_decimals::roots(&unit.metadata, unit.row_group, &others),
+        Some(_) => Vec::new(),
+    };
+    let mut decimals_read = match decimals.is_empty() {
+        true => None,
+        false => {
+            let rows = match mask.nulls() {
+                Some(valid) => mask.values() & valid.inner(),
+                None => mask.values().clone(),
+            };
+            let read = integer_decimals::Selected::new(
+                &unit.file,
+                &unit.metadata,
+                unit.row_group,
+                &decimals,
+                rows,
+            )?;
+            metrics.decimal_chunks_decoded.add(decimals.len() as u64);
+            Some(read)
+        }
+    };
+    let others: Vec<usize> = others
+        .into_iter()
+        .filter(|r| !decimals.contains(r))
+        .collect();
     let keyed = dictionary_strings::keyed_roots(
         unit.metadata.metadata(),
         unit.row_group,
@@ -206,10 +237,15 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         .build()?;
     // The reader's schema with the file's own types: narrower reads are cast back below.
     let rest_schema = unit_schema(&own_schema, &rest.schema())?;
+    let decimal_fields = decimals_read
+        .as_ref()
+        .map_or(&[][..], |d| d.fields())
+        .to_vec();
     let schema = Arc::new(Schema::new(
         rest_schema
             .fields()
             .iter()
+            .chain(decimal_fields.iter())
             .chain(kept_schema.fields().iter())
             .cloned()
             .collect::<Vec<_>>(),
@@ -248,11 +284,24 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
                 return Some(Err(e));
             }
         };
+        let decimals = match decimals_read.as_mut().map(|d| d.next(rows)).transpose() {
+            Ok(d) => d.unwrap_or_default(),
+            Err(e) => {
+                done = true;
+                return Some(Err(e));
+            }
+        };
         let columns = columns
             .into_iter()
+            .chain(decimals)
             .chain(reused.columns().iter().cloned())
             .collect();
-        Some(RecordBatch::try_new(schema.clone(), columns))
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Some(RecordBatch::try_new_with_options(
+            schema.clone(),
+            columns,
+            &options,
+        ))
     });
     if batch_rows == batch_size {
         return Ok((out_schema, Box::new(batches)));
