@@ -205,6 +205,21 @@ SELECTIVE = [
 ]
 
 
+def test_a_few_matches_read_only_their_pages(tmp_path: Path, duckdb_con: Any) -> None:
+    """Matches in a few pages: the arrow reader fetches only those pages of the other
+    decimals, so they are not decoded here (that reads every page)."""
+    table = decimals_table(True)
+    path = write(tmp_path / "few.parquet", table)
+    needle = table.column("large")[20_000].as_py()
+    where = f"large = {needle}"
+    scan = pqindex.scan(str(path), where=where, columns=["large", "small", "id"], threads=1)
+    got = scan.to_arrow()
+    sql = f"SELECT large, small, id FROM read_parquet('{path}') WHERE {where}"
+    assert got.sort_by("id").equals(duckdb_table(duckdb_con, sql).sort_by("id").cast(got.schema))
+    assert got.num_rows >= 1
+    assert scan.metrics()["decimal_chunks_decoded"] == 0
+
+
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
 @pytest.mark.parametrize("dictionary", [True, False])
 @pytest.mark.parametrize(("where", "columns"), SELECTIVE)

@@ -29,6 +29,7 @@ use parquet::file::reader::ChunkReader;
 use parquet::file::serialized_reader::SerializedPageReader;
 
 use super::predicate_first::Batches;
+use crate::metadata::page_index::{offset_index, page_boundaries};
 
 /// Values decoded at a time, into buffers that stay in the cache.
 const CHUNK: usize = 1024;
@@ -77,6 +78,32 @@ pub(super) fn roots(reader: &ArrowReaderMetadata, rg: usize, roots: &[usize]) ->
                 })
         })
         .collect()
+}
+
+/// Whether every data page of column `root` in row group `rg` holds a row `mask` (a bit
+/// per row of the row group) selects. The arrow reader fetches only the pages that do,
+/// while [`Selected`] reads every page: it is used only where that reads no more.
+pub(super) fn every_page_selected(
+    reader: &ArrowReaderMetadata,
+    rg: usize,
+    root: usize,
+    mask: &BooleanBuffer,
+) -> bool {
+    let md = reader.metadata();
+    let descr = md.file_metadata().schema_descr();
+    let Some(leaf) = (0..descr.num_columns()).find(|&l| descr.get_column_root_idx(l) == root)
+    else {
+        return false;
+    };
+    // Without an offset index the reader reads the whole chunk too.
+    let Some(index) = offset_index(md, rg, leaf) else {
+        return true;
+    };
+    let rows = mask.len() as u64;
+    page_boundaries(index, rows).windows(2).all(|w| {
+        let (first, end) = (w[0].min(rows) as usize, w[1].min(rows) as usize);
+        end > first && mask.slice(first, end - first).count_set_bits() > 0
+    })
 }
 
 /// `batches`, a whole row group read without the columns `roots`, with those columns

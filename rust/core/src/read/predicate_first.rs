@@ -190,17 +190,24 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
     let (batch_size, own_schema) = (unit.batch_size, unit.metadata.schema().clone());
     // With the whole row group in the predicate pass, the mask has a bit for each of its
     // rows: decimals stored as integers gather the matching rows' values only.
-    let decimals = match unit.selection {
-        None => integer_decimals::roots(&unit.metadata, unit.row_group, &others),
+    // Only where every page of the column has a matching row: the arrow reader fetches
+    // only the pages that have one.
+    let rows = match mask.nulls() {
+        Some(valid) => mask.values() & valid.inner(),
+        None => mask.values().clone(),
+    };
+    let decimals: Vec<usize> = match unit.selection {
+        None => integer_decimals::roots(&unit.metadata, unit.row_group, &others)
+            .into_iter()
+            .filter(|&r| {
+                integer_decimals::every_page_selected(&unit.metadata, unit.row_group, r, &rows)
+            })
+            .collect(),
         Some(_) => Vec::new(),
     };
     let mut decimals_read = match decimals.is_empty() {
         true => None,
         false => {
-            let rows = match mask.nulls() {
-                Some(valid) => mask.values() & valid.inner(),
-                None => mask.values().clone(),
-            };
             let read = integer_decimals::Selected::new(
                 &unit.file,
                 &unit.metadata,
