@@ -95,6 +95,16 @@ pub fn leaves_by_root(descr: &SchemaDescriptor) -> Vec<Vec<usize>> {
     out
 }
 
+/// The leaf of root column `root` when that root is itself a leaf (no group, no
+/// repetition of a group): the columns whose pages are read without assembling nests.
+pub fn primitive_leaf(descr: &SchemaDescriptor, root: usize) -> Option<usize> {
+    let field = descr.root_schema().get_fields().get(root)?;
+    if !field.is_primitive() {
+        return None;
+    }
+    (0..descr.num_columns()).find(|&l| descr.get_column_root_idx(l) == root)
+}
+
 /// The leaf columns whose dotted path is `name`: index locators name columns that way, so
 /// an index is only built or used when exactly one leaf answers to its name.
 pub fn leaves_named(descr: &SchemaDescriptor, name: &str) -> Vec<usize> {

@@ -138,8 +138,9 @@ counters! {
             units_read,
             /// Groups of columns read side by side by a unit's spare threads.
             column_groups_read,
-            /// Chunks of decimals stored as integers, decoded straight into 128-bit values.
-            decimal_chunks_decoded,
+            /// Chunks stored as 32- or 64-bit integers (integers, dates, timestamps,
+            /// decimals) decoded straight into their Arrow arrays.
+            integer_chunks_decoded,
             footers_read,
             footer_cache_hits,
             bytes_read,

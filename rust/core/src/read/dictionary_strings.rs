@@ -21,6 +21,7 @@ use parquet::file::metadata::ParquetMetaData;
 
 use super::dictionary::only_dictionary_pages;
 use super::predicate_first::{retyped, Batches};
+use crate::metadata::schema::primitive_leaf;
 
 /// The longest value copied as one fixed move (two vector registers); the source and the
 /// output keep this much room past their ends.
@@ -48,9 +49,7 @@ pub(super) fn keyed_roots(
             let utf8 = fields
                 .get(root)
                 .is_some_and(|f| f.data_type() == &DataType::Utf8);
-            let mut leaves =
-                (0..descr.num_columns()).filter(|&l| descr.get_column_root_idx(l) == root);
-            let (Some(leaf), None) = (leaves.next(), leaves.next()) else {
+            let Some(leaf) = primitive_leaf(descr, root) else {
                 return false;
             };
             utf8 && descr.column(leaf).max_rep_level() == 0

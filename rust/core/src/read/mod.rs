@@ -11,7 +11,7 @@
 mod adapt;
 mod dictionary;
 mod dictionary_strings;
-mod integer_decimals;
+mod integer_columns;
 pub mod page_guard;
 mod parallel_columns;
 mod predicate_first;
@@ -315,7 +315,7 @@ pub fn read_unit(
                 Some(shares) => {
                     let groups = shares.spare.len() + usize::from(!shares.own.is_empty());
                     metrics.column_groups_read.add(groups as u64);
-                    parallel_columns::read(unit, &reused, shares)
+                    parallel_columns::read(unit, &reused, shares, metrics)
                 }
                 None => predicate_first::read(unit, &reused, metrics),
             }
@@ -333,20 +333,20 @@ pub fn read_unit(
                 .iter()
                 .map(|&r| reader_metadata.schema().field(r).name().clone())
                 .collect();
-            // A whole row group read unfiltered decodes its integer-stored decimals here.
-            let decimals = if filters.is_empty() && selection.is_none() {
-                integer_decimals::roots(&reader_metadata, reader_rg, &roots)
+            // A whole row group read unfiltered decodes its integer-stored columns here.
+            let integers = if filters.is_empty() && selection.is_none() {
+                integer_columns::roots(&reader_metadata, reader_rg, &roots)
             } else {
                 Vec::new()
             };
-            let projection = if decimals.is_empty() {
+            let projection = if integers.is_empty() {
                 projection
             } else {
-                let rest = roots.iter().copied().filter(|r| !decimals.contains(r));
+                let rest = roots.iter().copied().filter(|r| !integers.contains(r));
                 ProjectionMask::roots(&schema_descr, rest)
             };
-            let decimal_file =
-                (!decimals.is_empty()).then(|| (tracked.clone(), reader_metadata.clone()));
+            let integer_file =
+                (!integers.is_empty()).then(|| (tracked.clone(), reader_metadata.clone()));
             let reader_metadata = if keyed.is_empty() {
                 reader_metadata
             } else {
@@ -384,10 +384,10 @@ pub fn read_unit(
             } else {
                 dictionary_strings::expanded(batches, keyed_names)
             };
-            match decimal_file {
+            match integer_file {
                 Some((file, reader)) => {
-                    metrics.decimal_chunks_decoded.add(decimals.len() as u64);
-                    integer_decimals::beside(batches, &file, &reader, reader_rg, &decimals)
+                    metrics.integer_chunks_decoded.add(integers.len() as u64);
+                    integer_columns::beside(batches, &file, &reader, reader_rg, &integers)
                         .map_err(|e| Error::from(e).in_file(&path))?
                 }
                 None => batches,

@@ -30,6 +30,7 @@ use parquet::file::reader::ChunkReader;
 
 use crate::error::{panic_message, Result};
 use crate::metadata::schema::leaves_by_root;
+use crate::plan::Metrics;
 use crate::plan::RowRanges;
 use crate::read::byte_ranges;
 use crate::read::dictionary::selected_pages;
@@ -147,6 +148,7 @@ pub(super) fn read<F: ChunkReader + Clone + Send + 'static>(
     unit: Unit<'_, F>,
     reused: &[usize],
     shares: Shares,
+    metrics: &Metrics,
 ) -> Result<Batches> {
     let Shares { own, spare } = shares;
     let (matched, own_part, spare_parts) = threads::scope(|s| {
@@ -179,7 +181,13 @@ pub(super) fn read<F: ChunkReader + Clone + Send + 'static>(
         let waiting: Vec<_> = waiting.into_iter().map(joined).collect();
         Ok((matched, own_part, (early, waiting)))
     })?;
-    let Matched { kept, mask, .. } = matched;
+    let Matched {
+        kept,
+        mask,
+        integer_chunks,
+        ..
+    } = matched;
+    metrics.integer_chunks_decoded.add(integer_chunks);
     let rows = kept.num_rows();
     if rows == 0 {
         let schema = kept.schema();

@@ -13,6 +13,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::Int32Type;
 use arrow_array::ArrayRef;
 use arrow_array::{Array, BooleanArray, RecordBatch, RecordBatchOptions, RecordBatchReader};
+use arrow_buffer::BooleanBuffer;
 use arrow_cast::cast;
 use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef};
 use arrow_select::coalesce::BatchCoalescer;
@@ -29,11 +30,12 @@ use parquet::file::reader::ChunkReader;
 use parquet::schema::types::SchemaDescriptor;
 
 use crate::error::Result;
+use crate::metadata::schema::primitive_leaf;
 use crate::plan::Metrics;
 use crate::predicate::eval;
 use crate::predicate::expr::Predicate;
 use crate::read::dictionary_strings;
-use crate::read::integer_decimals;
+use crate::read::integer_columns;
 use crate::read::reader_builder;
 
 /// Batches of the output roots, and their schema (the columns in no particular order).
@@ -111,6 +113,8 @@ pub(super) struct Matched {
     pub mask: BooleanArray,
     /// The matching rows, as a selection of the whole row group.
     pub selection: RowSelection,
+    /// Chunks of integer-stored columns the pass decoded itself.
+    pub integer_chunks: u64,
 }
 
 /// The predicate pass: every selected row of the predicate columns, decoded once, and
@@ -119,6 +123,9 @@ pub(super) fn predicate_pass<F: ChunkReader + Clone + 'static>(
     unit: &Unit<'_, F>,
     reused: &[usize],
 ) -> Result<Matched> {
+    if let Some(matched) = integer_pass(unit, reused)? {
+        return Ok(matched);
+    }
     let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
     let filter_reader = unit
         .reader(
@@ -159,7 +166,72 @@ pub(super) fn predicate_pass<F: ChunkReader + Clone + 'static>(
         kept,
         mask,
         selection,
+        integer_chunks: 0,
     })
+}
+
+/// The predicate pass of a whole row group whose predicate reads one integer-stored
+/// column ([`integer_columns::roots`]): the column is tested as it is decoded, a
+/// dictionary once for all its keys, and only the matching rows' values are made. `None`
+/// where the unit is not such a read.
+fn integer_pass<F: ChunkReader + Clone + 'static>(
+    unit: &Unit<'_, F>,
+    reused: &[usize],
+) -> Result<Option<Matched>> {
+    let descr = unit.metadata.metadata().file_metadata().schema_descr();
+    let (None, &[leaf]) = (&unit.selection, unit.predicate_leaves) else {
+        return Ok(None);
+    };
+    let root = descr.get_column_root_idx(leaf);
+    let decodable = primitive_leaf(descr, root) == Some(leaf)
+        && !integer_columns::roots(&unit.metadata, unit.row_group, &[root]).is_empty();
+    if !decodable {
+        return Ok(None);
+    }
+    // NULLs are tested too (`IS NULL`), whatever the file's schema says of the column.
+    let field = unit
+        .metadata
+        .schema()
+        .field(root)
+        .clone()
+        .with_nullable(true);
+    let schema = Arc::new(Schema::new(vec![field]));
+    let tested_schema = schema.clone();
+    let mut test = |values: ArrayRef| -> Result<BooleanBuffer, ArrowError> {
+        let batch = RecordBatch::try_new(tested_schema.clone(), vec![values])?;
+        Ok(eval::selection(unit.predicate, &batch)?.values().clone())
+    };
+    let keep = reused.contains(&root);
+    let tested = integer_columns::tested(
+        &unit.file,
+        &unit.metadata,
+        unit.row_group,
+        root,
+        &mut test,
+        keep,
+    )?;
+    let matches = tested.mask.count_set_bits();
+    let kept = match tested.kept {
+        Some(values) => {
+            let field = unit.metadata.schema().field(root).clone();
+            let nullable = field.is_nullable() || values.null_count() > 0;
+            let schema = Arc::new(Schema::new(vec![field.with_nullable(nullable)]));
+            RecordBatch::try_new(schema, vec![values])?
+        }
+        None => RecordBatch::try_new_with_options(
+            Arc::new(Schema::empty()),
+            Vec::new(),
+            &RecordBatchOptions::new().with_row_count(Some(matches)),
+        )?,
+    };
+    let mask = BooleanArray::new(tested.mask, None);
+    let selection = RowSelection::from_filters(std::slice::from_ref(&mask));
+    Ok(Some(Matched {
+        kept,
+        mask,
+        selection,
+        integer_chunks: 1,
+    }))
 }
 
 /// Evaluate the predicate on its columns now, then stream the output rows.
@@ -173,7 +245,9 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         kept,
         mask,
         selection,
+        integer_chunks,
     } = predicate_pass(&unit, reused)?;
+    metrics.integer_chunks_decoded.add(integer_chunks);
     let kept_schema = kept.schema();
 
     let others: Vec<usize> = unit
@@ -189,39 +263,43 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
     let batch_rows = decoded_batch_rows(unit.batch_size, kept.num_rows(), mask.len());
     let (batch_size, own_schema) = (unit.batch_size, unit.metadata.schema().clone());
     // With the whole row group in the predicate pass, the mask has a bit for each of its
-    // rows: decimals stored as integers gather the matching rows' values only.
+    // rows: columns stored as integers (integers, dates, timestamps, decimals) gather the
+    // matching rows' values only.
     // Only where every page of the column has a matching row: the arrow reader fetches
     // only the pages that have one.
     let rows = match mask.nulls() {
         Some(valid) => mask.values() & valid.inner(),
         None => mask.values().clone(),
     };
-    let decimals: Vec<usize> = match unit.selection {
-        None => integer_decimals::roots(&unit.metadata, unit.row_group, &others)
+    // Sparser matches are left to the arrow reader, which passes over long runs of rows
+    // without decoding their levels and keys one by one.
+    let dense = rows.count_set_bits().saturating_mul(SPARSEST_GATHERED) >= rows.len();
+    let integers: Vec<usize> = match unit.selection {
+        None if dense => integer_columns::roots(&unit.metadata, unit.row_group, &others)
             .into_iter()
             .filter(|&r| {
-                integer_decimals::every_page_selected(&unit.metadata, unit.row_group, r, &rows)
+                integer_columns::every_page_selected(&unit.metadata, unit.row_group, r, &rows)
             })
             .collect(),
-        Some(_) => Vec::new(),
+        _ => Vec::new(),
     };
-    let mut decimals_read = match decimals.is_empty() {
+    let mut integers_read = match integers.is_empty() {
         true => None,
         false => {
-            let read = integer_decimals::Selected::new(
+            let read = integer_columns::Selected::new(
                 &unit.file,
                 &unit.metadata,
                 unit.row_group,
-                &decimals,
+                &integers,
                 rows,
             )?;
-            metrics.decimal_chunks_decoded.add(decimals.len() as u64);
+            metrics.integer_chunks_decoded.add(integers.len() as u64);
             Some(read)
         }
     };
     let others: Vec<usize> = others
         .into_iter()
-        .filter(|r| !decimals.contains(r))
+        .filter(|r| !integers.contains(r))
         .collect();
     let keyed = dictionary_strings::keyed_roots(
         unit.metadata.metadata(),
@@ -244,7 +322,7 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         .build()?;
     // The reader's schema with the file's own types: narrower reads are cast back below.
     let rest_schema = unit_schema(&own_schema, &rest.schema())?;
-    let decimal_fields = decimals_read
+    let integer_fields = integers_read
         .as_ref()
         .map_or(&[][..], |d| d.fields())
         .to_vec();
@@ -252,7 +330,7 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         rest_schema
             .fields()
             .iter()
-            .chain(decimal_fields.iter())
+            .chain(integer_fields.iter())
             .chain(kept_schema.fields().iter())
             .cloned()
             .collect::<Vec<_>>(),
@@ -291,7 +369,7 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
                 return Some(Err(e));
             }
         };
-        let decimals = match decimals_read.as_mut().map(|d| d.next(rows)).transpose() {
+        let integers = match integers_read.as_mut().map(|d| d.next(rows)).transpose() {
             Ok(d) => d.unwrap_or_default(),
             Err(e) => {
                 done = true;
@@ -300,7 +378,7 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         };
         let columns = columns
             .into_iter()
-            .chain(decimals)
+            .chain(integers)
             .chain(reused.columns().iter().cloned())
             .collect();
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
@@ -370,12 +448,8 @@ fn narrow_of(descr: &SchemaDescriptor, root: usize, data_type: &DataType) -> Opt
         DataType::Utf8 => Some(DataType::Utf8View),
         DataType::Binary => Some(DataType::BinaryView),
         DataType::Decimal128(p, s) if *p <= 18 => {
-            let mut leaves =
-                (0..descr.num_columns()).filter(|l| descr.get_column_root_idx(*l) == root);
-            let leaf = leaves.next()?;
-            let primitive = leaves.next().is_none()
-                && descr.root_schema().get_fields().get(root)?.is_primitive();
-            (primitive && descr.column(leaf).physical_type() == PhysicalType::INT64)
+            let leaf = primitive_leaf(descr, root)?;
+            (descr.column(leaf).physical_type() == PhysicalType::INT64)
                 .then_some(DataType::Decimal64(*p, *s))
         }
         _ => None,
@@ -407,6 +481,10 @@ fn from_narrow(columns: &[ArrayRef], fields: &Fields) -> Result<Vec<ArrayRef>, A
         })
         .collect()
 }
+
+/// Integer-stored columns after a predicate pass gather their values here only where at
+/// least one row in this many matches.
+const SPARSEST_GATHERED: usize = 256;
 
 /// Fewest rows a batch of the other columns is read in.
 const MIN_BATCH_ROWS: usize = 1024;
