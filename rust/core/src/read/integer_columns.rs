@@ -1049,6 +1049,140 @@ fn locate_values<'a, T: Native>(
 mod tests {
     use super::*;
 
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::Array;
+    use arrow_schema::Field;
+    use parquet::column::page::PageMetadata;
+
+    /// Pages handed out in order, as a chunk's page reader would.
+    struct Pages(std::vec::IntoIter<Page>);
+
+    impl Iterator for Pages {
+        type Item = Result<Page, ParquetError>;
+        fn next(&mut self) -> Option<Self::Item> {
+            self.0.next().map(Ok)
+        }
+    }
+
+    impl PageReader for Pages {
+        fn get_next_page(&mut self) -> Result<Option<Page>, ParquetError> {
+            Ok(self.0.next())
+        }
+        fn peek_next_page(&mut self) -> Result<Option<PageMetadata>, ParquetError> {
+            Err(damaged("not used"))
+        }
+        fn skip_next_page(&mut self) -> Result<(), ParquetError> {
+            Err(damaged("not used"))
+        }
+    }
+
+    fn int64s(values: &[i64]) -> Bytes {
+        Bytes::from(
+            values
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>(),
+        )
+    }
+
+    fn dictionary(values: &[i64], num_values: u32) -> Page {
+        Page::DictionaryPage {
+            buf: int64s(values),
+            num_values,
+            encoding: Encoding::PLAIN,
+            is_sorted: false,
+        }
+    }
+
+    /// A required page of `count` values: `body` after the levels, in `encoding`.
+    fn data(body: Bytes, count: u32, encoding: Encoding) -> Page {
+        Page::DataPage {
+            buf: body,
+            num_values: count,
+            encoding,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        }
+    }
+
+    /// Keys of 2 bits, bit-packed: one group of 8 (the RLE/bit-packed hybrid's header 3).
+    fn keys(keys: [u8; 8]) -> Bytes {
+        let mut packed = 0u16;
+        for (i, k) in keys.iter().enumerate() {
+            packed |= u16::from(*k) << (2 * i);
+        }
+        let [lo, hi] = packed.to_le_bytes();
+        Bytes::from(vec![2, 3, lo, hi])
+    }
+
+    fn chunk(pages: Vec<Page>) -> Chunk<i64> {
+        let field = Arc::new(Field::new("k", DataType::Int64, false));
+        Chunk::new(
+            Box::new(Pages(pages.into_iter())),
+            PhysicalType::INT64,
+            0,
+            field,
+        )
+    }
+
+    fn read(pages: Vec<Page>, rows: usize) -> Result<Vec<i64>, ArrowError> {
+        let array = chunk(pages).next_array(rows)?;
+        Ok(array.as_primitive::<Int64Type>().values().to_vec())
+    }
+
+    #[test]
+    fn damaged_dictionaries_and_unlisted_encodings_are_errors() {
+        let page = || data(keys([0, 1, 2, 0, 1, 2, 0, 1]), 8, Encoding::RLE_DICTIONARY);
+        let good = read(vec![dictionary(&[7, 8, 9], 3), page()], 8).unwrap();
+        assert_eq!(good, vec![7, 8, 9, 7, 8, 9, 7, 8]);
+        let message = |pages, rows| read(pages, rows).unwrap_err().to_string();
+        let two = message(vec![dictionary(&[7], 1), dictionary(&[8], 1), page()], 8);
+        assert!(two.contains("two dictionary pages"), "{two}");
+        let short = message(vec![dictionary(&[7, 8], 3), page()], 8);
+        assert!(short.contains("cannot hold 3 values"), "{short}");
+        let none = message(vec![page()], 8);
+        assert!(none.contains("no dictionary"), "{none}");
+        let past = message(vec![dictionary(&[7, 8], 2), page()], 8);
+        assert!(past.contains("dictionary key of 2"), "{past}");
+        let delta = data(int64s(&[1, 2]), 2, Encoding::DELTA_BINARY_PACKED);
+        let unlisted = message(vec![delta], 2);
+        assert!(unlisted.contains("does not list"), "{unlisted}");
+        let ended = message(vec![dictionary(&[7, 8, 9], 3), page()], 9);
+        assert!(ended.contains("ends before"), "{ended}");
+    }
+
+    #[test]
+    fn a_test_asks_the_dictionary_once_and_keeps_the_passing_rows() {
+        let pages = vec![
+            dictionary(&[7, 8, 9], 3),
+            data(keys([0, 1, 2, 0, 1, 2, 0, 1]), 8, Encoding::RLE_DICTIONARY),
+            data(int64s(&[9, 1, 8]), 3, Encoding::PLAIN),
+        ];
+        let mut calls = Vec::new();
+        let mut test = |values: ArrayRef| -> Result<BooleanBuffer, ArrowError> {
+            calls.push(values.len());
+            let v = values.as_primitive::<Int64Type>();
+            Ok(BooleanBuffer::collect_bool(v.len(), |i| {
+                v.is_valid(i) && v.value(i) >= 8
+            }))
+        };
+        let tested = chunk(pages).test(11, &mut test, true).unwrap();
+        let passed: Vec<bool> = tested.mask.iter().collect();
+        let want = [
+            false, true, true, false, true, true, false, true, true, false, true,
+        ];
+        assert_eq!(passed, want);
+        let kept = tested.kept.unwrap();
+        assert_eq!(
+            kept.as_primitive::<Int64Type>().values().to_vec(),
+            vec![8, 9, 8, 9, 8, 9, 8]
+        );
+        // The dictionary (3), a NULL (1), the plain page (3): no call per keyed row.
+        assert_eq!(calls, vec![3, 1, 3]);
+    }
+
     #[test]
     fn only_types_holding_the_stored_integers_as_they_are_decode_here() {
         use parquet::schema::parser::parse_message_type;
