@@ -195,8 +195,7 @@ fn integer_pass<F: ChunkReader + Clone + 'static>(
         .field(root)
         .clone()
         .with_nullable(true);
-    let schema = Arc::new(Schema::new(vec![field]));
-    let tested_schema = schema.clone();
+    let tested_schema = Arc::new(Schema::new(vec![field]));
     let mut test = |values: ArrayRef| -> Result<BooleanBuffer, ArrowError> {
         let batch = RecordBatch::try_new(tested_schema.clone(), vec![values])?;
         Ok(eval::selection(unit.predicate, &batch)?.values().clone())
