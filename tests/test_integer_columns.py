@@ -167,11 +167,18 @@ def test_damaged_levels_are_an_invalid_file(tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     at = levels_length_offset(bytes(data), first)
     assert pqindex.scan(str(path)).to_arrow().equals(table)
+    filtered = pqindex.scan(str(path), where="d > 0", columns=["d"], threads=1)
+    assert filtered.to_arrow().equals(table)
+    assert filtered.metrics()["integer_chunks_decoded"] > 0
     data[at : at + 4] = (0xFFFF_FFF0).to_bytes(4, "little")
     path.write_bytes(bytes(data))
     pqindex.clear_metadata_cache()
     with pytest.raises(pqindex.InvalidFileError, match=r"levels\.parquet"):
         pqindex.scan(str(path)).to_arrow()
+    # The predicate pass that tests the column as it decodes it fails the same way.
+    scan = pqindex.scan(str(path), where="d > 0", columns=["d"], threads=1)
+    with pytest.raises(pqindex.InvalidFileError, match=r"levels\.parquet"):
+        scan.to_arrow()
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -241,11 +241,7 @@ fn chunk<R: ChunkReader + Clone + 'static>(
         .map_err(|_| damaged("a row group's row count is negative"))?;
     let leaf = primitive_leaf(descr, root)
         .ok_or_else(|| damaged(format!("root column {root} is not a single leaf")))?;
-    let locations = md
-        .offset_index()
-        .and_then(|i| i.get(rg))
-        .and_then(|g| g.get(leaf))
-        .map(|o| o.page_locations().clone());
+    let locations = offset_index(md, rg, leaf).map(|o| o.page_locations().clone());
     let column = group.column(leaf);
     let pages = Box::new(SerializedPageReader::new(
         Arc::new(file.clone()),
@@ -276,7 +272,6 @@ const STEP: usize = 8 * CHUNK;
 /// predicate pass. The keys of every row are decoded (a page is encoded as a whole), but
 /// only the selected rows gather their values.
 pub(super) struct Selected {
-    fields: Vec<FieldRef>,
     chunks: Vec<Box<dyn ColumnDecoder>>,
     /// Which rows of the row group are read.
     mask: BooleanBuffer,
@@ -294,15 +289,11 @@ impl Selected {
         roots: &[usize],
         mask: BooleanBuffer,
     ) -> Result<Self, ParquetError> {
-        let mut fields = Vec::with_capacity(roots.len());
-        let mut chunks = Vec::with_capacity(roots.len());
-        for &root in roots {
-            let chunk = chunk(file, reader, rg, root)?;
-            fields.push(chunk.field().clone());
-            chunks.push(chunk);
-        }
+        let chunks = roots
+            .iter()
+            .map(|&root| chunk(file, reader, rg, root))
+            .collect::<Result<_, _>>()?;
         Ok(Selected {
-            fields,
             chunks,
             mask,
             row: 0,
@@ -310,8 +301,8 @@ impl Selected {
     }
 
     /// The output fields, in the order of the arrays [`Selected::next`] gives.
-    pub(super) fn fields(&self) -> &[FieldRef] {
-        &self.fields
+    pub(super) fn fields(&self) -> Vec<FieldRef> {
+        self.chunks.iter().map(|c| c.field().clone()).collect()
     }
 
     /// The next `count` selected rows of each column.

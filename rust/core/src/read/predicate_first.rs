@@ -323,8 +323,8 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
     let rest_schema = unit_schema(&own_schema, &rest.schema())?;
     let integer_fields = integers_read
         .as_ref()
-        .map_or(&[][..], |d| d.fields())
-        .to_vec();
+        .map(|d| d.fields())
+        .unwrap_or_default();
     let schema = Arc::new(Schema::new(
         rest_schema
             .fields()
