@@ -391,17 +391,26 @@ def test_data_page_declaring_2_pow_31_values(tmp_path: Path, version: str) -> No
     assert out.get("error") == "InvalidFileError" or out.get("rows") == ROWS, out
 
 
+#: A whole scan, and lookups that ask the chunks' dictionary pages before their data pages
+#: (a string absent but within the chunk's bounds, a present integer).
+DICTIONARY_READS = [None, "s = 'value-0005'", "k = 5"]
+
+
+@pytest.mark.parametrize("where", DICTIONARY_READS)
 @pytest.mark.parametrize("codec", ["none", "snappy", "zstd"])
-def test_dictionary_page_declaring_2_pow_31_values(tmp_path: Path, codec: str) -> None:
+def test_dictionary_page_declaring_2_pow_31_values(
+    tmp_path: Path, codec: str, where: str | None
+) -> None:
     data = write(tmp_path / "ok.parquet", compression=codec)
     bad = tmp_path / "bad.parquet"
     edit = set_page((DICTIONARY_PAGE,), PH_DICTIONARY, I32_MAX, NUM_VALUES)
     bad.write_bytes(rewrite_pages(data, edit))
-    assert_invalid(run_limited(bad), "dictionary")
+    assert_invalid(run_limited(bad, where), "dictionary")
 
 
+@pytest.mark.parametrize("where", DICTIONARY_READS)
 @pytest.mark.parametrize("codec", ["snappy", "zstd", "gzip"])
-def test_dictionary_page_declaring_2gib(tmp_path: Path, codec: str) -> None:
+def test_dictionary_page_declaring_2gib(tmp_path: Path, codec: str, where: str | None) -> None:
     data = write(tmp_path / "ok.parquet", compression=codec)
     bad = tmp_path / "bad.parquet"
 
@@ -416,7 +425,7 @@ def test_dictionary_page_declaring_2gib(tmp_path: Path, codec: str) -> None:
     for meta in chunks(fmd):
         meta[CMD_TOTAL_UNCOMPRESSED] = (I64, 4 << 30)
     bad.write_bytes(with_footer(bad.read_bytes(), fmd))
-    assert_invalid(run_limited(bad), "page")
+    assert_invalid(run_limited(bad, where), "page")
 
 
 def test_page_larger_than_its_chunk(tmp_path: Path) -> None:

@@ -210,17 +210,21 @@ def test_bloom_pruning_counted(data_dir: Path) -> None:
     random.Random(7).shuffle(values)  # every row group's and page's bounds hold 5001
     t = pa.table({"k": pa.array(values, pa.int64()), "s": [f"v{v}" for v in values]})
     pqindex.write(t, path, bloom_filter_columns=["k", "s"], row_group_size=1000)
+    # `k`'s chunks are all dictionary encoded, in dictionary pages smaller than its filters:
+    # those are asked instead, before the data pages.
     scan = pqindex.scan(path, '"k" = 5001')  # inside every row group's min/max, absent
     assert scan.to_arrow().num_rows == 0
     m = scan.metrics()
     assert m["row_groups_pruned_by_stats"] == 0
-    assert m["row_groups_pruned_by_bloom"] == 10
+    assert m["row_groups_pruned_by_bloom"] + m["units_pruned_by_dictionary"] == 10
+    assert m["pages_read"] == 0
     scan = pqindex.scan(path, "\"s\" = 'v5001'")
     assert scan.to_arrow().num_rows == 0
     assert scan.metrics()["row_groups_pruned_by_bloom"] > 0
-    scan = pqindex.scan(path, '"k" = 5000')  # present: never pruned by bloom
+    scan = pqindex.scan(path, '"k" = 5000')  # present: never ruled out
     assert scan.to_arrow().num_rows == 1
-    assert scan.metrics()["row_groups_pruned_by_bloom"] == 9
+    m = scan.metrics()
+    assert m["row_groups_pruned_by_bloom"] + m["units_pruned_by_dictionary"] == 9
 
 
 def test_no_bloom_filter_read_where_the_page_index_leaves_a_page(data_dir: Path) -> None:
@@ -229,21 +233,24 @@ def test_no_bloom_filter_read_where_the_page_index_leaves_a_page(data_dir: Path)
     values = list(range(0, 20_000_000, 2000))
     t = pa.table({"k": pa.array(values, pa.int64())})
     pqindex.write(t, path, bloom_filter_columns=["k"], row_group_size=1000, page_row_limit=100)
-    # Statistics keep one row group, whose page index keeps one page: reading that page
-    # (and its dictionary) costs less than the row group's filter, and is exact.
+    # Statistics keep one row group, whose page index keeps one page: its dictionary page,
+    # which reading that page needs anyway, costs less than the row group's filter and is
+    # exact; asked first, it rules the row group out.
     scan = pqindex.scan(path, '"k" = 5001000')
     assert scan.to_arrow().num_rows == 0
     m = scan.metrics()
     assert m["row_groups_pruned_by_stats"] == 9
-    assert m["bloom_filters_read"] == 0 and m["pages_read"] == 1
+    assert m["bloom_filters_read"] == 0 and m["pages_read"] == 0
+    assert m["units_pruned_by_dictionary"] == 1
     bytes_without = m["bytes_read"]
     assert pqindex.scan(path, '"k" = 5000000').to_arrow().num_rows == 1
-    # An IN-list over every page of the row group is worth the filter.
+    # An IN-list over every page of the row group is worth asking the row group about: its
+    # dictionary page, smaller than its filter, rules it out before any data page.
     absent = ", ".join(str(v) for v in range(4_001_000, 6_000_000, 200_000))
     scan = pqindex.scan(path, f'"k" IN ({absent})')
     assert scan.to_arrow().num_rows == 0
     m = scan.metrics()
-    assert m["bloom_filters_read"] == 1 and m["row_groups_pruned_by_bloom"] == 1
+    assert m["bloom_filters_read"] == 0 and m["units_pruned_by_dictionary"] == 1
     assert m["pages_read"] == 0
     assert bytes_without > 0
     # Unless the row group is dense in the values asked about: 1,000 rows over 1,000

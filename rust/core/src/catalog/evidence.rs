@@ -8,9 +8,9 @@ use parquet::schema::types::SchemaDescriptor;
 use crate::catalog::{Catalog, CatalogEntry, Lookup};
 use crate::error::Result;
 use crate::io::FileIdentity;
+use crate::predicate::plain::is_probe;
 use crate::predicate::Predicate;
 use crate::prune::evidence::{Evidence, Source};
-use crate::prune::parquet_bloom::is_probe;
 use crate::prune::planner::{DescribedFile, FileCatalog};
 
 /// One file as the catalog describes it.

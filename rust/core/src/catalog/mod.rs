@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use parquet::basic::PageType;
 use parquet::bloom_filter::Sbbf;
-use parquet::file::metadata::ParquetMetaData;
+use parquet::file::metadata::{PageEncodingStats, ParquetMetaData};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -28,9 +29,10 @@ use crate::metadata::schema::leaves_named;
 use crate::metadata::MetadataCache;
 use crate::predicate::bind::bind_column;
 use crate::predicate::expr::{ColumnRef, Predicate};
+use crate::predicate::plain::probe_values;
 use crate::predicate::value::Value;
 use crate::predicate::BindSchema;
-use crate::prune::parquet_bloom::{probe_values, values_may_match};
+use crate::prune::parquet_bloom::values_may_match;
 use crate::prune::statistics::{self as stats, decode, row_group_stats, ChunkStats};
 use crate::source::list_source;
 
@@ -82,7 +84,8 @@ pub struct CatalogEntry {
     pub etag: Option<String>,
     pub num_rows: i64,
     pub num_row_groups: i32,
-    /// The footer and page index, as `ParquetMetaDataWriter` writes them.
+    /// The footer and page index, as `ParquetMetaDataWriter` writes them (with the data
+    /// pages' encodings stated: [`with_encodings_stated`]).
     pub footer: Bytes,
     /// In the order of `Catalog::columns`.
     pub columns: Vec<ColumnSummary>,
@@ -627,6 +630,47 @@ pub fn relative(root: &str, path: &str) -> String {
         .unwrap_or_else(|_| path.to_string())
 }
 
+/// `md` with each chunk's data page encodings stated as page encoding statistics, which
+/// the footer's copy would otherwise lose: the crate decodes them to a mask of the data
+/// pages' encodings and writes nothing back for a mask. They say whether a chunk is all
+/// dictionary encoded, which decides how its dictionary is fetched and whether it can rule
+/// a row group out. The copy states one data page per encoding (the mask keeps no counts),
+/// which decodes to the same mask.
+fn with_encodings_stated(md: &ParquetMetaData) -> parquet::errors::Result<ParquetMetaData> {
+    let mut groups = Vec::with_capacity(md.num_row_groups());
+    for group in md.row_groups() {
+        let mut columns = Vec::with_capacity(group.num_columns());
+        for chunk in group.columns() {
+            columns.push(match chunk.page_encoding_stats_mask() {
+                Some(mask) => {
+                    let stats = mask
+                        .encodings()
+                        .map(|encoding| PageEncodingStats {
+                            page_type: PageType::DATA_PAGE,
+                            encoding,
+                            count: 1,
+                        })
+                        .collect();
+                    chunk
+                        .clone()
+                        .into_builder()
+                        .set_page_encoding_stats(stats)
+                        .build()?
+                }
+                None => chunk.clone(),
+            });
+        }
+        groups.push(
+            group
+                .clone()
+                .into_builder()
+                .set_column_metadata(columns)
+                .build()?,
+        );
+    }
+    Ok(md.clone().into_builder().set_row_groups(groups).build())
+}
+
 /// Summarise one data file (`rel` is its path relative to the dataset root).
 pub fn summarise(
     file: &StorageFile,
@@ -638,7 +682,8 @@ pub fn summarise(
     let id = file.identity().as_ref().clone();
     let (md, _) = cache.get(file, true)?;
     let mut footer = Vec::new();
-    parquet::file::metadata::ParquetMetaDataWriter::new(&mut footer, &md)
+    let stated = with_encodings_stated(&md).map_err(|e| Error::from(e).in_file(path))?;
+    parquet::file::metadata::ParquetMetaDataWriter::new(&mut footer, &stated)
         .finish()
         .map_err(|e| Error::from(e).in_file(path))?;
     let (schema, native) = file_schemas(&md, path)?;
@@ -798,6 +843,29 @@ mod tests {
         // An IN list keeps only the files a value may be in.
         let s = scan(&root, "k IN (1500, 5000)");
         assert_eq!(s.metric("files_pruned_by_catalog"), Some(2));
+    }
+
+    #[test]
+    fn a_footer_copy_says_which_chunks_are_all_dictionary_encoded() {
+        use crate::metadata::dictionary_page::only_dictionary_pages;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        let cache = MetadataCache::new(1 << 24);
+        let (catalog, _) = Catalog::build(&root, &columns(), &cache, &|_, _| Ok(())).unwrap();
+        let (rel, entry) = catalog.entries.iter().next().unwrap();
+        let own = crate::metadata::read_metadata(&format!("{root}/{rel}"), true, &cache)
+            .unwrap()
+            .metadata;
+        let copy = entry.metadata().unwrap();
+        assert!(only_dictionary_pages(own.row_group(0).column(0)));
+        for rg in 0..own.num_row_groups() {
+            let (a, b) = (own.row_group(rg).column(0), copy.row_group(rg).column(0));
+            assert_eq!(a.page_encoding_stats_mask(), b.page_encoding_stats_mask());
+        }
+        assert_eq!(
+            copy.offset_index().map(|o| o.len()),
+            Some(own.num_row_groups())
+        );
     }
 
     #[test]

@@ -28,8 +28,9 @@ use crate::index::kind::{
 };
 use crate::index::locator::Granularity;
 use crate::index::span::{decode_spans, encode_spans, Span, SpanAssigner};
+use crate::predicate::plain::is_probe;
 use crate::predicate::Predicate;
-use crate::prune::parquet_bloom::{is_probe, leaf_may_match};
+use crate::prune::parquet_bloom::leaf_may_match;
 
 /// The bloom index kind.
 #[derive(Debug)]

@@ -35,8 +35,8 @@ use crate::index::hash::{hash_bytes, leaf_hashes};
 use crate::index::kind::{IndexBuilder, IndexKind, IndexProbe, KindInfo, Settings};
 use crate::index::locator::Granularity;
 use crate::index::span::{decode_spans, encode_spans, Span, SpanAssigner, SPAN_LEN};
+use crate::predicate::plain::is_probe;
 use crate::predicate::Predicate;
-use crate::prune::parquet_bloom::is_probe;
 
 /// The distinct index kind.
 #[derive(Debug)]

@@ -488,7 +488,7 @@ mod tests {
     use crate::index::spec::IndexSpec;
     use crate::io::IoStats;
     use crate::metadata::MetadataCache;
-    use crate::prune::parquet_bloom::probe_values;
+    use crate::predicate::plain::probe_values;
     use crate::query::binding::Binding;
     use crate::testing::{int64s, write_file, Layout};
     use std::sync::Arc;

@@ -7,7 +7,7 @@ use parquet::basic::Type as PhysicalType;
 use twox_hash::XxHash64;
 
 use crate::predicate::expr::Predicate;
-use crate::prune::parquet_bloom::{encodings, probe_values};
+use crate::predicate::plain::{encodings, probe_values};
 
 pub fn hash_bytes(bytes: &[u8]) -> u64 {
     XxHash64::oneshot(0, bytes)

@@ -246,7 +246,7 @@ impl StorageFile {
     }
 
     /// The bytes from `start` to the end of the longest fetched range holding it, if any.
-    fn buffered_from(&self, start: u64) -> Option<Bytes> {
+    pub fn buffered_from(&self, start: u64) -> Option<Bytes> {
         let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
         let idx = buffers.partition_point(|(s, _)| *s <= start);
         buffers[..idx]
@@ -316,32 +316,27 @@ impl StorageFile {
                     continue;
                 }
                 let stitch = self.missing(r);
-                if !stitch.fetch.is_empty() {
-                    todo.push(stitch.fetch.clone());
-                }
-                if !stitch.head.is_empty() || !stitch.tail.is_empty() {
+                todo.extend(stitch.fetched().cloned());
+                if stitch.holds_any() {
                     stitches.push(stitch);
                 }
             }
         }
         let mut fetched = self.fetch_ranges(todo)?;
         // A range read in part is kept whole, in one piece, as readers ask for it; its
-        // fetched part is not kept beside it.
+        // fetched parts are not kept beside it.
         for stitch in stitches {
             let length = (stitch.range.end - stitch.range.start) as usize;
-            let middle = match stitch.fetch.is_empty() {
-                true => Some(Bytes::new()),
-                false => fetched
-                    .iter()
-                    .position(|(start, _)| *start == stitch.fetch.start)
-                    .map(|i| fetched.swap_remove(i).1),
-            };
-            let Some(middle) = middle else {
-                continue;
-            };
             let mut whole = Vec::with_capacity(length);
-            for part in stitch.head.iter().chain([&middle]).chain(&stitch.tail) {
-                whole.extend_from_slice(part);
+            for part in &stitch.parts {
+                match part {
+                    Part::Held(bytes) => whole.extend_from_slice(bytes),
+                    Part::Fetch(r) => {
+                        if let Some(i) = fetched.iter().position(|(start, _)| *start == r.start) {
+                            whole.extend_from_slice(&fetched.swap_remove(i).1);
+                        }
+                    }
+                }
             }
             // Kept only whole: a piece missing would shift every byte after it.
             if whole.len() == length {
@@ -352,41 +347,42 @@ impl StorageFile {
         Ok(())
     }
 
-    /// What of `range` is not held yet: the held bytes at its start and at its end (a
-    /// page index reaching into the footer's tail read), and the part between them.
+    /// What of `range` is held and what is still to read, in order. From a local file
+    /// every held piece is used (a dictionary page read ahead of its chunk, say); from an
+    /// object store only those at its start and its end (a page index reaching into the
+    /// footer's tail read), since a hole between two would be a request of its own.
     fn missing(&self, range: Range<u64>) -> Stitch {
-        let mut head = Vec::new();
-        let mut from = range.start;
-        while from < range.end {
-            let Some(b) = self.buffered_from(from) else {
-                break;
-            };
-            let take = b.len().min((range.end - from) as usize);
-            head.push(b.slice(..take));
-            from += take as u64;
-        }
-        let mut tail = Vec::new();
-        let mut to = range.end;
-        while from < to {
-            let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
-            let Some((s, b)) = buffers
+        let buffers = self.buffers.read().unwrap_or_else(|e| e.into_inner());
+        let mut parts = Vec::new();
+        let mut at = range.start;
+        while at < range.end {
+            let held = buffers
                 .iter()
-                .filter(|(s, b)| *s < to && s + b.len() as u64 >= to)
-                .min_by_key(|(s, _)| *s)
-            else {
-                break;
-            };
-            let at = (*s).max(from);
-            tail.push(b.slice((at - s) as usize..(to - s) as usize));
-            to = at;
+                .filter(|(s, b)| *s <= at && at < s + b.len() as u64)
+                .max_by_key(|(s, b)| s + b.len() as u64);
+            match held {
+                Some((s, b)) => {
+                    let end = (s + b.len() as u64).min(range.end);
+                    parts.push(Part::Held(b.slice((at - s) as usize..(end - s) as usize)));
+                    at = end;
+                }
+                None => {
+                    let next = buffers
+                        .iter()
+                        .map(|(s, _)| *s)
+                        .filter(|s| at < *s && *s < range.end)
+                        .min()
+                        .unwrap_or(range.end);
+                    parts.push(Part::Fetch(at..next));
+                    at = next;
+                }
+            }
         }
-        tail.reverse();
-        Stitch {
-            fetch: from..to,
-            head,
-            tail,
-            range,
+        drop(buffers);
+        if self.is_remote() {
+            parts = with_one_hole(parts);
         }
+        Stitch { range, parts }
     }
 
     /// Fetch `todo`: each range's start and bytes.
@@ -439,13 +435,50 @@ impl StorageFile {
 /// whole, since its copy would cost more than the bytes it saves.
 const STITCH_MAX: u64 = 8 << 20;
 
-/// A range to hold whole, of which `fetch` is still to be read.
+/// A range to hold whole: the pieces of it already held and those still to read.
 struct Stitch {
     range: Range<u64>,
-    fetch: Range<u64>,
-    /// Held pieces from `range.start` on, and up to `range.end`, in order.
-    head: Vec<Bytes>,
-    tail: Vec<Bytes>,
+    parts: Vec<Part>,
+}
+
+enum Part {
+    Held(Bytes),
+    Fetch(Range<u64>),
+}
+
+impl Stitch {
+    fn fetched(&self) -> impl Iterator<Item = &Range<u64>> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Fetch(r) => Some(r),
+            Part::Held(_) => None,
+        })
+    }
+
+    fn holds_any(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::Held(_)))
+    }
+}
+
+/// `parts` with everything from the first piece to read to the last one read as one.
+fn with_one_hole(parts: Vec<Part>) -> Vec<Part> {
+    let is_fetch = |p: &Part| matches!(p, Part::Fetch(_));
+    let (Some(first), Some(last)) = (
+        parts.iter().position(is_fetch),
+        parts.iter().rposition(is_fetch),
+    ) else {
+        return parts;
+    };
+    let span = |p: &Part| match p {
+        Part::Fetch(r) => r.clone(),
+        Part::Held(_) => 0..0,
+    };
+    let hole = span(&parts[first]).start..span(&parts[last]).end;
+    let mut parts = parts;
+    let tail = parts.split_off(last + 1);
+    parts.truncate(first);
+    parts.push(Part::Fetch(hole));
+    parts.extend(tail);
+    parts
 }
 
 impl Length for StorageFile {
@@ -573,5 +606,44 @@ mod tests {
             .unwrap();
         assert_eq!(stats.bytes(), 5_500 + 3_500);
         assert_eq!(file.prefetched(1_200..5_100).unwrap(), &data[1_200..5_100]);
+    }
+
+    #[test]
+    fn a_piece_held_inside_a_local_range_is_not_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.bin");
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let stats = Arc::new(IoStats::default());
+        let file = StorageFile::open(path.to_str().unwrap(), stats.clone()).unwrap();
+        // A dictionary page read ahead, then the chunks around it in one range.
+        file.prefetch(std::iter::once(2_000..2_500).collect())
+            .unwrap();
+        file.prefetch(std::iter::once(6_000..6_100).collect())
+            .unwrap();
+        assert_eq!(stats.bytes(), 600);
+        file.prefetch(std::iter::once(1_000..8_000).collect())
+            .unwrap();
+        assert_eq!(stats.bytes(), 7_000);
+        assert_eq!(file.prefetched(1_000..8_000).unwrap(), &data[1_000..8_000]);
+    }
+
+    #[test]
+    fn an_object_range_has_one_hole_between_its_held_ends() {
+        let parts = vec![
+            Part::Held(Bytes::from_static(b"ab")),
+            Part::Fetch(2..5),
+            Part::Held(Bytes::from_static(b"cd")),
+            Part::Fetch(7..9),
+            Part::Held(Bytes::from_static(b"e")),
+        ];
+        let shape: Vec<_> = with_one_hole(parts)
+            .iter()
+            .map(|p| match p {
+                Part::Held(b) => format!("held {}", b.len()),
+                Part::Fetch(r) => format!("fetch {r:?}"),
+            })
+            .collect();
+        assert_eq!(shape, ["held 2", "fetch 2..9", "held 1"]);
     }
 }

@@ -5,6 +5,7 @@
 pub mod bloom_filter;
 pub mod bloom_header;
 pub mod cache;
+pub mod dictionary_page;
 pub mod footer;
 pub mod footer_splice;
 pub mod page_header;

@@ -133,6 +133,12 @@ counters! {
             dictionary_pages_read,
             /// Dictionary pages not read because no selected page of their chunk uses them.
             dictionary_pages_skipped,
+            /// Dictionary pages asked whether their chunk holds a value an `=` or `IN` needs,
+            /// before the chunk's data pages were read.
+            dictionary_pages_probed,
+            /// Units (or pieces of one) whose dictionary pages held none of the values: no
+            /// data page of them was read.
+            units_pruned_by_dictionary,
             rows_scanned,
             rows_matched,
             units_read,

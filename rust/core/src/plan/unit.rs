@@ -88,4 +88,7 @@ pub struct ScanUnit {
     /// Per conjunct of the file's predicate, how many of `ranges` its pages may hold, so
     /// the reader filters with the most selective first; empty when not known.
     pub conjunct_rows: Vec<u64>,
+    /// Leaf columns whose dictionary pages the reader asks, before any data page, whether
+    /// the unit can match at all (planning chose those expected to pay).
+    pub dictionary_probes: Vec<usize>,
 }

@@ -8,6 +8,7 @@ pub mod key_tuples;
 pub mod keys;
 pub mod literal;
 pub mod pattern;
+pub mod plain;
 pub mod sql;
 pub mod time;
 pub mod value;

@@ -17,8 +17,8 @@
 use parquet::file::metadata::ParquetMetaData;
 
 use crate::predicate::expr::Predicate;
+use crate::predicate::plain::probe_values;
 use crate::predicate::value::Value;
-use crate::prune::parquet_bloom::probe_values;
 use crate::prune::selectivity::{equal_shares, valued_share};
 use crate::prune::statistics::{leaf_may_match, row_group_stats, within_bounds, ChunkStats};
 

@@ -4,6 +4,7 @@
 
 pub mod bloom_odds;
 pub mod certain;
+pub mod dictionary_probes;
 pub mod evidence;
 pub mod page_index;
 pub mod parquet_bloom;

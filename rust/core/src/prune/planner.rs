@@ -26,19 +26,22 @@ use parquet::schema::types::SchemaDescriptor;
 
 use crate::error::{Error, Result};
 use crate::io::{FileIdentity, IoStats, StorageFile};
+use crate::metadata::dictionary_page::probe_range;
 use crate::metadata::page_index::{
     dictionary_range, has_page_index, offset_index, page_boundaries,
 };
 use crate::metadata::schema::{check_schema, leaves_of};
 use crate::metadata::MetadataCache;
 use crate::plan::{AccessPlan, ColumnMap, Metrics, PlannedFile, ScanUnit};
+use crate::predicate::plain::is_probe;
 use crate::predicate::{Predicate, Value};
 use crate::prune::bloom_odds::chance_ruled_out;
+use crate::prune::dictionary_probes::dictionary_probes;
 use crate::prune::evidence::{
     file_may_match, row_group_may_match, rows_may_match, Evidence, Report, Source,
 };
 use crate::prune::page_index::{conjunct_rows, ColumnIndexes};
-use crate::prune::parquet_bloom::{is_probe, ParquetBlooms};
+use crate::prune::parquet_bloom::ParquetBlooms;
 use crate::prune::statistics::FooterStatistics;
 
 /// A file to plan: its path, identity as listed, and partition values.
@@ -210,6 +213,7 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
     // 3. The footer, in the scan's terms.
     let (file, md) = open_footer(f, ctx, &m)?;
     let (adapted, columns) = adapt(f, ctx, &file, &md, pred)?;
+    let needed = needed_leaves(&md, &file_roots(ctx, columns.as_deref()), adapted.as_ref());
     let pred = adapted
         .as_ref()
         .filter(|p| **p != Predicate::Const(Some(true)));
@@ -280,7 +284,15 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
             let mut no_blooms = NoEvidence;
             for rg in access.kept() {
                 let pay = file.is_remote()
-                    || blooms_pay(pred, &md, rg, access.rows(rg), &answered, &mut pages)?;
+                    || blooms_pay(
+                        pred,
+                        &md,
+                        rg,
+                        access.rows(rg),
+                        &answered,
+                        &needed,
+                        &mut pages,
+                    )?;
                 let blooms: &mut dyn Evidence = if pay { &mut blooms } else { &mut no_blooms };
                 if !row_group_may_match(pred, rg, &mut [&mut statistics, blooms])? {
                     m.row_groups_pruned_by_bloom.incr();
@@ -539,16 +551,18 @@ impl<'a> PageIndex<'a> {
 /// the probed columns the page index leaves, times the chance the filters rule the row
 /// group out ([`chance_ruled_out`]), must outweigh the filters. Not, then, when the page
 /// index has already narrowed those columns to a page or two, nor when the values asked
-/// about are almost surely there (a dense key column, a long IN list). A filter answers
-/// for the whole row group; the pages are read and checked exactly anyway. (On object
-/// stores the filters came with the page index in one round trip, so they are always
-/// used.)
+/// about are almost surely there (a dense key column, a long IN list), nor when the
+/// chunks' dictionary pages, where the reader asks them first ([`dictionary_probes`]),
+/// would rule the row group out for fewer bytes. A filter answers for the whole row group; the pages are read and
+/// checked exactly anyway. (On object stores the filters came with the page index in one
+/// round trip, so they are always used.)
 fn blooms_pay(
     pred: &Predicate,
     md: &ParquetMetaData,
     rg: usize,
     rows: u64,
     answered: &[usize],
+    needed: &[usize],
     pages: &mut PageIndex,
 ) -> Result<bool> {
     let mut filtered: Vec<usize> = pred
@@ -583,11 +597,14 @@ fn blooms_pay(
     };
     let paged = pages.footer()?;
     let selected = rows_may_match(pred, rg, rows, &mut [&mut ColumnIndexes::new(&paged)])?;
-    let mut page_bytes = 0u64;
+    let probed = dictionary_probes(pred, &paged, rg, rows, &selected, needed);
+    // What a row group the filters would rule out costs to read without them.
+    let mut unfiltered = 0u64;
     for (leaf, _) in &chunks {
         let Some(oi) = offset_index(&paged, rg, *leaf) else {
             return Ok(true);
         };
+        let mut page_bytes = 0u64;
         let bounds = page_boundaries(oi, rows);
         let mut any = false;
         for (page, w) in oi.page_locations().iter().zip(bounds.windows(2)) {
@@ -600,9 +617,42 @@ fn blooms_pay(
         if let (true, Some(dictionary)) = (any, dictionary_range(&paged, rg, *leaf)) {
             page_bytes += dictionary.end - dictionary.start;
         }
+        // A dictionary holding every value of its chunk, when the reader asks it first, is
+        // all it reads of a row group the dictionary rules out.
+        unfiltered += match probe_range(&paged, rg, *leaf) {
+            Some(dictionary) if any && probed.contains(leaf) => {
+                page_bytes.min(dictionary.end - dictionary.start)
+            }
+            _ => page_bytes,
+        };
     }
     let chance = chance_ruled_out(pred, md, rg, answered);
-    Ok(chance * page_bytes as f64 > filter_bytes as f64)
+    Ok(chance * unfiltered as f64 > filter_bytes as f64)
+}
+
+/// The file's root columns the scan's output reads (`columns` maps a table's columns to
+/// the file's).
+fn file_roots(ctx: &PlanContext, columns: Option<&ColumnMap>) -> Vec<usize> {
+    match columns {
+        Some(map) => map.file_roots(ctx.projected_roots),
+        None => ctx.projected_roots.to_vec(),
+    }
+}
+
+/// The leaf columns a unit of a file reads: those of its output's root columns `roots`,
+/// and those its predicate reads.
+pub fn needed_leaves(
+    md: &ParquetMetaData,
+    roots: &[usize],
+    pred: Option<&Predicate>,
+) -> Vec<usize> {
+    let mut needed: Vec<usize> = leaves_of(md.file_metadata().schema_descr(), roots);
+    if let Some(p) = pred {
+        needed.extend(p.columns().iter().filter_map(|c| c.leaf));
+    }
+    needed.sort_unstable();
+    needed.dedup();
+    needed
 }
 
 /// Evidence of nothing: stands in for a source a stage chose not to ask.
@@ -699,16 +749,7 @@ fn units_of(
     if let Some(deleted) = f.deleted {
         m.rows_deleted.add(access.remove_positions(deleted));
     }
-    let roots = match &columns {
-        Some(map) => map.file_roots(ctx.projected_roots),
-        None => ctx.projected_roots.to_vec(),
-    };
-    let mut needed: Vec<usize> = leaves_of(md.file_metadata().schema_descr(), &roots);
-    if let Some(p) = pred {
-        needed.extend(p.columns().iter().filter_map(|c| c.leaf));
-    }
-    needed.sort_unstable();
-    needed.dedup();
+    let needed = needed_leaves(&md, &file_roots(ctx, columns.as_deref()), pred);
     let mut planned = PlannedFile::new(
         file.identity().as_ref().clone(),
         md.clone(),
@@ -737,12 +778,16 @@ fn units_of(
         }
         m.rows_selected.add(ranges.row_count());
         let conjunct_rows = pred.map_or_else(Vec::new, |p| conjunct_rows(&md, rg, p, &ranges));
+        let dictionary_probes = pred.map_or_else(Vec::new, |p| {
+            dictionary_probes(p, &md, rg, rows, &ranges, &needed)
+        });
         units.push(ScanUnit {
             file: planned.clone(),
             row_group: rg,
             ranges,
             row_group_rows: rows,
             conjunct_rows,
+            dictionary_probes,
         });
     }
     if units.is_empty() {
@@ -905,7 +950,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // Each 1,000-row row group holds 1,000 distinct values of 0..8000 in scattered
         // order, so a value within the bounds is absent from one with a chance of about
-        // e^-1/8: worth the filters for one value, not for ten at once.
+        // e^-1/8: worth a filter for one value, not for ten at once.
         let path = write_file(
             dir.path(),
             "sparse.parquet",
@@ -916,8 +961,12 @@ mod tests {
                 bloom: &["d"],
             },
         );
+        // Worth asking for one value, but each chunk's dictionary holds all its values in
+        // fewer bytes than its filter: the reader asks the dictionaries instead.
         let p = plan(&path, "d = 4001");
-        assert_eq!(p.metrics.bloom_filters_read.get(), 4);
+        assert_eq!(p.metrics.bloom_filters_read.get(), 0);
+        assert_eq!(p.units.len(), 4);
+        assert!(p.units.iter().all(|u| u.dictionary_probes == [0]));
         let ten = (0..10).map(|i| (i * 797).to_string()).collect::<Vec<_>>();
         let p = plan(&path, &format!("d IN ({})", ten.join(", ")));
         assert_eq!(p.metrics.bloom_filters_read.get(), 0);

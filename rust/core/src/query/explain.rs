@@ -105,12 +105,14 @@ fn explain(scan: &Scan) -> String {
     );
     let _ = writeln!(
         s,
-        "  read so far: {} rows scanned, {} matched, {} data pages, {} dictionary pages ({} not needed), {} bytes in {} requests ({} listing)",
+        "  read so far: {} rows scanned, {} matched, {} data pages, {} dictionary pages ({} not needed; {} asked before the data pages, ruling out {} units), {} bytes in {} requests ({} listing)",
         m.rows_scanned.get(),
         m.rows_matched.get(),
         m.pages_read.get(),
         m.dictionary_pages_read.get(),
         m.dictionary_pages_skipped.get(),
+        m.dictionary_pages_probed.get(),
+        m.units_pruned_by_dictionary.get(),
         m.bytes_read.get(),
         m.requests.get(),
         m.list_requests.get()

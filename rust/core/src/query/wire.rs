@@ -28,7 +28,9 @@ use crate::metadata::MetadataCache;
 use crate::plan::{Metrics, OutputShape, PlannedFile, RowRanges, ScanUnit};
 use crate::predicate::value::{to_scalar_array, Value};
 use crate::predicate::Predicate;
+use crate::prune::dictionary_probes::dictionary_probes;
 use crate::prune::page_index::conjunct_rows;
+use crate::prune::planner::needed_leaves;
 use crate::prune::planner::HeldFiles;
 use crate::prune::planner::SchemaAdapter;
 use crate::prune::selectivity::expected_rows;
@@ -516,12 +518,27 @@ impl Scan {
             let conjunct_rows = planned.predicate.as_ref().map_or_else(Vec::new, |p| {
                 conjunct_rows(md, row.row_group, p, &row.ranges)
             });
+            let dictionary_probes = match (&planned.predicate, &bound) {
+                (Some(p), Some((_, _, shape))) => {
+                    let needed = needed_leaves(md, &planned.file_roots(&shape.roots()), Some(p));
+                    dictionary_probes(
+                        p,
+                        md,
+                        row.row_group,
+                        row.row_group_rows,
+                        &row.ranges,
+                        &needed,
+                    )
+                }
+                _ => Vec::new(),
+            };
             units.push(ScanUnit {
                 file: planned,
                 row_group: row.row_group,
                 ranges: row.ranges,
                 row_group_rows: row.row_group_rows,
                 conjunct_rows,
+                dictionary_probes,
             });
         }
         let (binding, predicate, shape) = bound.expect("at least one unit");

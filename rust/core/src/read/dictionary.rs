@@ -22,6 +22,7 @@ use parquet::file::metadata::{
 
 use crate::error::Result;
 use crate::io::StorageFile;
+use crate::metadata::dictionary_page::only_dictionary_pages;
 use crate::metadata::page_header::needs_dictionary;
 use crate::metadata::page_index::{dictionary_range, offset_index, page_boundaries};
 use crate::plan::RowRanges;
@@ -177,14 +178,6 @@ pub(crate) fn selected_pages(
         }
     }
     Some((out, first_selected))
-}
-
-/// Whether the footer says every data page of the chunk is dictionary encoded.
-pub(super) fn only_dictionary_pages(chunk: &ColumnChunkMetaData) -> bool {
-    chunk.page_encoding_stats_mask().is_some_and(|mask| {
-        mask.encodings()
-            .all(|e| matches!(e, Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY))
-    })
 }
 
 /// Whether to fetch the dictionary page with the data pages rather than wait for their

@@ -19,8 +19,8 @@ use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use parquet::file::metadata::ParquetMetaData;
 
-use super::dictionary::only_dictionary_pages;
 use super::predicate_first::{retyped, Batches};
+use crate::metadata::dictionary_page::only_dictionary_pages;
 use crate::metadata::schema::primitive_leaf;
 
 /// The longest value copied as one fixed move (two vector registers); the source and the

@@ -10,6 +10,7 @@
 
 mod adapt;
 mod dictionary;
+mod dictionary_probe;
 mod dictionary_strings;
 mod integer_columns;
 pub mod page_guard;
@@ -60,6 +61,15 @@ impl TrackedFile {
     /// Check the header the reader is about to stream from `start`, in a chunk ending at
     /// `end`: from prefetched bytes when it can, else with a read of its own.
     fn check_streamed_header(&self, start: u64, end: u64) -> Result<()> {
+        // A header inside what was fetched ahead (a dictionary page asked before its chunk)
+        // is checked there, without reading past it.
+        if let Some(held) = self.inner.buffered_from(start) {
+            let len = held.len().min(end.saturating_sub(start) as usize);
+            let whole = len as u64 == end.saturating_sub(start);
+            if self.guard.check(start, &held[..len], whole)? {
+                return Ok(());
+            }
+        }
         let mut window = page_guard::HEADER_WINDOW;
         loop {
             let len = window.min(end.saturating_sub(start));
@@ -162,7 +172,7 @@ pub fn read_unit(
     io: &Arc<IoStats>,
     metrics: &Arc<Metrics>,
     shared: Option<&Arc<SharedPages>>,
-) -> Result<impl Iterator<Item = Result<RecordBatch>> + Send + 'static> {
+) -> Result<Box<dyn Iterator<Item = Result<RecordBatch>> + Send + 'static>> {
     let planned = &unit.file;
     let path = planned.path.clone();
     let file = planned.open(io.clone())?;
@@ -214,6 +224,17 @@ pub fn read_unit(
     } else {
         predicate_leaves.clone()
     };
+    let guard = Arc::new(PageGuard::new(&md, rg, &path));
+    // A unit its chunks' dictionary pages rule out reads nothing more (local files only:
+    // on an object store the pages would be a round trip of their own).
+    let ask = !unit.dictionary_probes.is_empty() && !file.is_remote();
+    if let Some(pred) = predicate.as_ref().filter(|_| ask) {
+        let shared = shared.map(|s| s.as_ref());
+        if dictionary_probe::rules_out(&file, &guard, unit, pred, shared, metrics)? {
+            metrics.units_pruned_by_dictionary.incr();
+            return Ok(Box::new(std::iter::empty()));
+        }
+    }
     let mut skipped = dictionary::fetch_selected_pages(
         &file,
         &md,
@@ -248,7 +269,7 @@ pub fn read_unit(
     let tracked = TrackedFile {
         inner: file,
         offsets: offsets.clone(),
-        guard: Arc::new(PageGuard::new(&md, rg, &path)),
+        guard,
         alike,
     };
     // The reader sees the row group without the dictionaries no selected page uses.
@@ -419,7 +440,7 @@ pub fn read_unit(
     let md_for_count = md.clone();
     let mut finished = false;
     let mut inner = inner;
-    Ok(std::iter::from_fn(move || {
+    Ok(Box::new(std::iter::from_fn(move || {
         if finished {
             return None;
         }
@@ -445,7 +466,7 @@ pub fn read_unit(
                 None
             }
         }
-    }))
+    })))
 }
 
 /// Bytes a read of `unit` holds at once, from the footer's sizes: the compressed pages
@@ -708,6 +729,7 @@ mod tests {
             ranges: rows,
             row_group_rows: 2000,
             conjunct_rows: Vec::new(),
+            dictionary_probes: Vec::new(),
         };
         (unit, schema)
     }

@@ -79,6 +79,7 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
                 ranges,
                 row_group_rows: unit.row_group_rows,
                 conjunct_rows: unit.conjunct_rows.clone(),
+                dictionary_probes: unit.dictionary_probes.clone(),
             },
             completes: k == last,
             threads: 1,
