@@ -63,8 +63,9 @@ pub fn dictionary_probes(
 }
 
 /// Compressed bytes of the pages of `leaf` in row group `rg` that hold `selected` rows (the
-/// whole chunk without an offset index).
-fn selected_bytes(
+/// whole chunk without an offset index); a page's size includes its header, so no page
+/// selected is 0.
+pub fn selected_bytes(
     md: &ParquetMetaData,
     rg: usize,
     leaf: usize,

@@ -36,7 +36,7 @@ use crate::plan::{AccessPlan, ColumnMap, Metrics, PlannedFile, ScanUnit};
 use crate::predicate::plain::is_probe;
 use crate::predicate::{Predicate, Value};
 use crate::prune::bloom_odds::chance_ruled_out;
-use crate::prune::dictionary_probes::dictionary_probes;
+use crate::prune::dictionary_probes::{dictionary_probes, selected_bytes};
 use crate::prune::evidence::{
     file_may_match, row_group_may_match, rows_may_match, Evidence, Report, Source,
 };
@@ -601,18 +601,11 @@ fn blooms_pay(
     // What a row group the filters would rule out costs to read without them.
     let mut unfiltered = 0u64;
     for (leaf, _) in &chunks {
-        let Some(oi) = offset_index(&paged, rg, *leaf) else {
+        if offset_index(&paged, rg, *leaf).is_none() {
             return Ok(true);
-        };
-        let mut page_bytes = 0u64;
-        let bounds = page_boundaries(oi, rows);
-        let mut any = false;
-        for (page, w) in oi.page_locations().iter().zip(bounds.windows(2)) {
-            if selected.overlaps(&(w[0]..w[1].max(w[0]))) {
-                any = true;
-                page_bytes += u64::try_from(page.compressed_page_size).unwrap_or(0);
-            }
         }
+        let mut page_bytes = selected_bytes(&paged, rg, *leaf, rows, &selected);
+        let any = page_bytes > 0;
         // A dictionary page is read with any of the chunk's pages.
         if let (true, Some(dictionary)) = (any, dictionary_range(&paged, rg, *leaf)) {
             page_bytes += dictionary.end - dictionary.start;
