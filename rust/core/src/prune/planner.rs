@@ -553,9 +553,9 @@ impl<'a> PageIndex<'a> {
 /// index has already narrowed those columns to a page or two, nor when the values asked
 /// about are almost surely there (a dense key column, a long IN list), nor when the
 /// chunks' dictionary pages, where the reader asks them first ([`dictionary_probes`]),
-/// would rule the row group out for fewer bytes. A filter answers for the whole row group; the pages are read and
-/// checked exactly anyway. (On object stores the filters came with the page index in one
-/// round trip, so they are always used.)
+/// would rule the row group out for fewer bytes. A filter answers for the whole row
+/// group; the pages are read and checked exactly anyway. (On object stores the filters
+/// came with the page index in one round trip, so they are always used.)
 fn blooms_pay(
     pred: &Predicate,
     md: &ParquetMetaData,
