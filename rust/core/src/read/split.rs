@@ -3,9 +3,11 @@
 //! A unit is a row group, read by one thread. Seven equal row groups on two threads take
 //! the time of four; cutting the seventh in two makes it three and a half. A page that
 //! straddles a cut is read and decoded by both pieces, so each cut goes, near its even
-//! share, to the page start of the projected columns where the straddling pages cost the
-//! fewest bytes (where the columns' pages start together, none). The chunks' dictionary
-//! pages are fetched once for all pieces ([`SharedPages`]).
+//! share, to the page start where the straddling pages cost the fewest bytes (where the
+//! columns' pages start together, none). The predicate's columns count first: both
+//! pieces read their every selected page, while a projected column's page is read only
+//! where a row matched in it. The chunks' dictionary pages are fetched once for all
+//! pieces ([`SharedPages`]).
 
 use std::sync::Arc;
 
@@ -54,21 +56,37 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
             continue;
         }
         let md = unit.file.reader_metadata.metadata();
-        let columns: Vec<ColumnPages> = leaves_of(
+        let mut leaves: Vec<(usize, bool)> = match &unit.file.predicate {
+            Some(p) => p.columns().iter().filter_map(|c| c.leaf).collect(),
+            None => Vec::new(),
+        }
+        .into_iter()
+        .map(|leaf| (leaf, true))
+        .collect();
+        let filtered = !leaves.is_empty();
+        for leaf in leaves_of(
             md.file_metadata().schema_descr(),
             &unit.file.file_roots(roots),
-        )
-        .iter()
-        .filter_map(|leaf| offset_index(md, unit.row_group, *leaf))
-        .map(|oi| ColumnPages {
-            starts: page_boundaries(oi, unit.row_group_rows),
-            sizes: oi
-                .page_locations()
-                .iter()
-                .map(|p| p.compressed_page_size.max(0) as u64)
-                .collect(),
-        })
-        .collect();
+        ) {
+            if !leaves.iter().any(|(l, _)| *l == leaf) {
+                leaves.push((leaf, !filtered));
+            }
+        }
+        let columns: Vec<ColumnPages> = leaves
+            .iter()
+            .filter_map(|&(leaf, certain)| {
+                let oi = offset_index(md, unit.row_group, leaf)?;
+                Some(ColumnPages {
+                    starts: page_boundaries(oi, unit.row_group_rows),
+                    sizes: oi
+                        .page_locations()
+                        .iter()
+                        .map(|p| p.compressed_page_size.max(0) as u64)
+                        .collect(),
+                    certain,
+                })
+            })
+            .collect();
         let parts = cut(&unit.ranges, pieces, &columns);
         let last = parts.len() - 1;
         let shared = (parts.len() > 1).then(|| Arc::new(SharedPages::default()));
@@ -93,11 +111,14 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
     out
 }
 
-/// The pages of one projected column in a row group: the row each starts at (then the
-/// row group's end), and its compressed size.
+/// The pages of one column a unit reads, in its row group: the row each starts at (then
+/// the row group's end), and its compressed size.
 struct ColumnPages {
     starts: Vec<u64>,
     sizes: Vec<u64>,
+    /// Whether every selected page is read (a predicate's column, or any column of a
+    /// scan without one), rather than only those where rows matched.
+    certain: bool,
 }
 
 impl ColumnPages {
@@ -113,8 +134,8 @@ impl ColumnPages {
 
 /// `ranges` in `pieces` parts of about equal row counts. Each cut moves to a page start
 /// of `columns` between the neighbouring cuts: the one within an eighth of a part's
-/// span that splits the fewest bytes of pages (the nearest of those), else the nearest.
-/// Parts that come out empty are dropped.
+/// span that splits the fewest bytes of the pages certainly read, then of the others
+/// (the nearest of those), else the nearest. Parts that come out empty are dropped.
 fn cut(ranges: &RowRanges, pieces: usize, columns: &[ColumnPages]) -> Vec<RowRanges> {
     let total = ranges.row_count();
     let first = ranges.ranges().first().map_or(0, |r| r.start);
@@ -122,7 +143,15 @@ fn cut(ranges: &RowRanges, pieces: usize, columns: &[ColumnPages]) -> Vec<RowRan
     let mut starts: Vec<u64> = columns.iter().flat_map(|c| c.starts.clone()).collect();
     starts.sort_unstable();
     starts.dedup();
-    let straddled = |row: u64| columns.iter().map(|c| c.straddled(row)).sum::<u64>();
+    // (bytes of the certain pages a cut at `row` splits, bytes of the others)
+    let straddled = |row: u64| {
+        columns
+            .iter()
+            .fold((0, 0), |(certain, other), c| match c.certain {
+                true => (certain + c.straddled(row), other),
+                false => (certain, other + c.straddled(row)),
+            })
+    };
     let mut cuts: Vec<u64> = Vec::with_capacity(pieces + 1);
     cuts.push(0);
     for k in 1..pieces {
@@ -173,7 +202,11 @@ mod tests {
         let mut starts: Vec<u64> = (0..1_000_000u64.div_ceil(rows)).map(|p| p * rows).collect();
         let sizes = vec![bytes; starts.len()];
         starts.push(1_000_000);
-        ColumnPages { starts, sizes }
+        ColumnPages {
+            starts,
+            sizes,
+            certain: true,
+        }
     }
 
     #[test]
@@ -209,6 +242,7 @@ mod tests {
         let few = ColumnPages {
             starts: vec![0, 1_000, 1_000_000],
             sizes: vec![10, 10],
+            certain: true,
         };
         let parts = cut(&sel, 2, &[few]);
         assert_eq!(parts.len(), 2);
@@ -234,5 +268,25 @@ mod tests {
         let parts = cut(&all, 2, &columns);
         assert_eq!(spans(&parts[0]), [(0, 500_000)]);
         assert_eq!(spans(&parts[1]), [(500_000, 1_000_000)]);
+    }
+
+    #[test]
+    fn a_cut_spares_the_pages_every_piece_reads() {
+        let all = RowRanges::full(1_000_000);
+        let column = |start: u64, bytes: u64, certain: bool| ColumnPages {
+            starts: vec![0, start, 1_000_000],
+            sizes: vec![bytes, bytes],
+            certain,
+        };
+        // A cut at 500,000 splits a 1,000-byte page, one at 490,000 a 50,000-byte one.
+        let both_read = [column(490_000, 1_000, true), column(500_000, 50_000, true)];
+        let parts = cut(&all, 2, &both_read);
+        assert_eq!(spans(&parts[0]), [(0, 500_000)]);
+        // When the large page is read only where a row matched, the predicate's page is
+        // the one both pieces would certainly read twice.
+        let filtered = [column(490_000, 1_000, true), column(500_000, 50_000, false)];
+        let parts = cut(&all, 2, &filtered);
+        assert_eq!(spans(&parts[0]), [(0, 490_000)]);
+        assert_eq!(spans(&parts[1]), [(490_000, 1_000_000)]);
     }
 }
