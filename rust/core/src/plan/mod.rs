@@ -14,4 +14,4 @@ pub use columns::ColumnMap;
 pub use metrics::{Counter, Metrics};
 pub use row_ranges::RowRanges;
 pub use shape::{OutputColumn, OutputShape};
-pub use unit::{PlannedFile, ScanUnit};
+pub use unit::{needed_leaves, PlannedFile, ScanUnit};

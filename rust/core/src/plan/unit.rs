@@ -8,8 +8,25 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 
 use crate::error::{Error, Result};
 use crate::io::{FileHandle, FileIdentity, IoStats, StorageFile};
+use crate::metadata::schema::leaves_of;
 use crate::plan::row_ranges::RowRanges;
 use crate::predicate::{Predicate, Value};
+
+/// The leaf columns a unit of a file reads: those of its output's root columns `roots`
+/// (the file's own), and those its predicate reads; sorted, without duplicates.
+pub fn needed_leaves(
+    md: &ParquetMetaData,
+    roots: &[usize],
+    pred: Option<&Predicate>,
+) -> Vec<usize> {
+    let mut needed: Vec<usize> = leaves_of(md.file_metadata().schema_descr(), roots);
+    if let Some(p) = pred {
+        needed.extend(p.columns().iter().filter_map(|c| c.leaf));
+    }
+    needed.sort_unstable();
+    needed.dedup();
+    needed
+}
 
 /// A file the scan will read, with what the reader needs to open it safely.
 #[derive(Debug)]
@@ -75,6 +92,16 @@ impl PlannedFile {
             Some(map) => map.file_roots(roots),
             None => roots.to_vec(),
         }
+    }
+
+    /// The leaf columns a unit of this file reads for the output's `roots` (root
+    /// columns of the scan's schema) and the predicate.
+    pub fn needed_leaves(&self, roots: &[usize]) -> Vec<usize> {
+        needed_leaves(
+            self.reader_metadata.metadata(),
+            &self.file_roots(roots),
+            self.predicate.as_ref(),
+        )
     }
 }
 

@@ -30,9 +30,9 @@ use crate::metadata::dictionary_page::probe_range;
 use crate::metadata::page_index::{
     dictionary_range, has_page_index, offset_index, page_boundaries,
 };
-use crate::metadata::schema::{check_schema, leaves_of};
+use crate::metadata::schema::check_schema;
 use crate::metadata::MetadataCache;
-use crate::plan::{AccessPlan, ColumnMap, Metrics, PlannedFile, ScanUnit};
+use crate::plan::{needed_leaves, AccessPlan, ColumnMap, Metrics, PlannedFile, ScanUnit};
 use crate::predicate::plain::is_probe;
 use crate::predicate::{Predicate, Value};
 use crate::prune::bloom_odds::chance_ruled_out;
@@ -630,22 +630,6 @@ fn file_roots(ctx: &PlanContext, columns: Option<&ColumnMap>) -> Vec<usize> {
         Some(map) => map.file_roots(ctx.projected_roots),
         None => ctx.projected_roots.to_vec(),
     }
-}
-
-/// The leaf columns a unit of a file reads: those of its output's root columns `roots`,
-/// and those its predicate reads.
-pub fn needed_leaves(
-    md: &ParquetMetaData,
-    roots: &[usize],
-    pred: Option<&Predicate>,
-) -> Vec<usize> {
-    let mut needed: Vec<usize> = leaves_of(md.file_metadata().schema_descr(), roots);
-    if let Some(p) = pred {
-        needed.extend(p.columns().iter().filter_map(|c| c.leaf));
-    }
-    needed.sort_unstable();
-    needed.dedup();
-    needed
 }
 
 /// Evidence of nothing: stands in for a source a stage chose not to ask.

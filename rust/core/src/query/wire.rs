@@ -30,7 +30,6 @@ use crate::predicate::value::{to_scalar_array, Value};
 use crate::predicate::Predicate;
 use crate::prune::dictionary_probes::dictionary_probes;
 use crate::prune::page_index::conjunct_rows;
-use crate::prune::planner::needed_leaves;
 use crate::prune::planner::HeldFiles;
 use crate::prune::planner::SchemaAdapter;
 use crate::prune::selectivity::expected_rows;
@@ -148,15 +147,10 @@ fn units_table(scan: &Scan) -> Result<RecordBatch> {
         ends.append(true);
         let md = u.file.reader_metadata.metadata();
         let descr = md.file_metadata().schema_descr();
-        let mut leaves = leaves_of(descr, &u.file.file_roots(&roots));
-        let (rows, arrow_bytes) = expected_output(u, &leaves);
+        let (rows, arrow_bytes) = expected_output(u, &leaves_of(descr, &u.file.file_roots(&roots)));
         expected.push(rows);
         expected_bytes.push(arrow_bytes);
-        if let Some(p) = &u.file.predicate {
-            leaves.extend(p.columns().iter().filter_map(|c| c.leaf));
-        }
-        leaves.sort_unstable();
-        leaves.dedup();
+        let leaves = u.file.needed_leaves(&roots);
         let ranges = byte_ranges(md, u.row_group, &leaves, &u.ranges, u.row_group_rows);
         bytes.push(ranges.iter().map(|r| r.end - r.start).sum::<u64>());
     }
@@ -520,7 +514,7 @@ impl Scan {
             });
             let dictionary_probes = match (&planned.predicate, &bound) {
                 (Some(p), Some((_, _, shape))) => {
-                    let needed = needed_leaves(md, &planned.file_roots(&shape.roots()), Some(p));
+                    let needed = planned.needed_leaves(&shape.roots());
                     dictionary_probes(
                         p,
                         md,

@@ -480,13 +480,7 @@ pub fn memory_estimate(unit: &ScanUnit, shape: &OutputShape) -> usize {
     let planned = &unit.file;
     let md = planned.reader_metadata.metadata();
     let group = md.row_group(unit.row_group);
-    let schema_descr = md.file_metadata().schema_descr();
-    let mut leaves = leaves_of(schema_descr, &planned.file_roots(&shape.roots()));
-    if let Some(p) = &planned.predicate {
-        leaves.extend(p.columns().iter().filter_map(|c| c.leaf));
-    }
-    leaves.sort_unstable();
-    leaves.dedup();
+    let mut leaves = planned.needed_leaves(&shape.roots());
     leaves.retain(|l| *l < group.num_columns());
     let fetched: u64 = byte_ranges(
         md,

@@ -14,8 +14,7 @@ use std::sync::Arc;
 use crate::read::shared_pages::SharedPages;
 
 use crate::metadata::page_index::{offset_index, page_boundaries};
-use crate::metadata::schema::leaves_of;
-use crate::plan::{RowRanges, ScanUnit};
+use crate::plan::{needed_leaves, RowRanges, ScanUnit};
 
 /// Fewest selected rows worth a piece of its own: a few batches of decoding.
 pub const MIN_PIECE_ROWS: u64 = 1 << 17;
@@ -56,26 +55,16 @@ pub fn balance(units: Vec<ScanUnit>, threads: usize, roots: &[usize]) -> Vec<Pie
             continue;
         }
         let md = unit.file.reader_metadata.metadata();
-        let mut leaves: Vec<(usize, bool)> = match &unit.file.predicate {
-            Some(p) => p.columns().iter().filter_map(|c| c.leaf).collect(),
-            None => Vec::new(),
-        }
-        .into_iter()
-        .map(|leaf| (leaf, true))
-        .collect();
-        let filtered = !leaves.is_empty();
-        for leaf in leaves_of(
-            md.file_metadata().schema_descr(),
-            &unit.file.file_roots(roots),
-        ) {
-            if !leaves.iter().any(|(l, _)| *l == leaf) {
-                leaves.push((leaf, !filtered));
-            }
-        }
-        let columns: Vec<ColumnPages> = leaves
-            .iter()
-            .filter_map(|&(leaf, certain)| {
+        // Both pieces read every selected page of a predicate's column; of another
+        // column only the pages where rows matched (all of them when nothing filters).
+        let predicate_leaves = needed_leaves(md, &[], unit.file.predicate.as_ref());
+        let columns: Vec<ColumnPages> = unit
+            .file
+            .needed_leaves(roots)
+            .into_iter()
+            .filter_map(|leaf| {
                 let oi = offset_index(md, unit.row_group, leaf)?;
+                let certain = predicate_leaves.is_empty() || predicate_leaves.contains(&leaf);
                 Some(ColumnPages {
                     starts: page_boundaries(oi, unit.row_group_rows),
                     sizes: oi
