@@ -850,11 +850,13 @@ def write_spark(
     spark: Any,
     int96: bool = False,
     bloom_columns: Sequence[str] = BLOOM_COLUMNS,
+    compression: str = "snappy",
 ) -> Written:
     """A Spark-written directory: two part files, small pages, bloom filters on a few columns.
 
     ``int96`` writes time-zone-aware timestamps as INT96, as Spark did for years (and as
-    most Spark-written data in the wild still is).
+    most Spark-written data in the wild still is). ``compression`` is Spark's codec name;
+    parquet-java's Zstandard frames, unlike other writers', do not declare their size.
     """
     table = spark_compatible(table)
     # Naive Arrow timestamps become TIMESTAMP_NTZ (written with isAdjustedToUTC=false), the
@@ -867,6 +869,7 @@ def write_spark(
         spark.conf.set("spark.sql.timestampType", previous_type)
     writer = frame.repartition(2).write.mode("overwrite")
     options = {
+        "compression": compression,
         "parquet.page.row.count.limit": "64",
         "parquet.page.size": "2048",
         "parquet.block.size": "16384",
@@ -925,5 +928,9 @@ def write_fixture(
     if writer == "duckdb":
         return write_duckdb(table, out_dir, duckdb_con)
     if writer in SPARK_WRITERS:
-        return write_spark(table, out_dir, spark, int96=writer == "spark-int96")
+        # The INT96 files in Zstandard, the others in Snappy, Spark's default.
+        int96 = writer == "spark-int96"
+        return write_spark(
+            table, out_dir, spark, int96=int96, compression="zstd" if int96 else "snappy"
+        )
     raise ValueError(f"unknown writer {writer!r}")

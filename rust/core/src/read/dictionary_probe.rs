@@ -10,15 +10,13 @@
 //! object store the page would be a round trip of its own before the others, and there
 //! bloom filters, fetched with the page index, answer.
 
-use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 use parquet::basic::Compression;
-use parquet::compression::{create_codec, Codec, CodecOptionsBuilder};
-use parquet::errors::ParquetError;
 use parquet::file::metadata::ParquetMetaData;
 
+use super::page_codec::decompressed;
 use super::page_guard::PageGuard;
 use super::shared_pages::SharedPages;
 use crate::error::{Error, Result};
@@ -194,35 +192,4 @@ impl Probe<'_> {
         };
         Ok(Some(Dictionary { values, count }))
     }
-}
-
-thread_local! {
-    /// Codecs of the compressions met so far on this thread.
-    static CODECS: RefCell<Vec<(Compression, Box<dyn Codec>)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// `body` decompressed with `codec` into `size` bytes (the header's declared size, which
-/// the page guard has bounded).
-fn decompressed(codec: Compression, body: &[u8], size: usize) -> parquet::errors::Result<Vec<u8>> {
-    CODECS.with(|codecs| {
-        let mut codecs = codecs.borrow_mut();
-        let i = match codecs.iter().position(|(c, _)| *c == codec) {
-            Some(i) => i,
-            None => {
-                let made = create_codec(codec, &CodecOptionsBuilder::default().build())?
-                    .ok_or_else(|| ParquetError::General(format!("no codec for {codec:?}")))?;
-                codecs.push((codec, made));
-                codecs.len() - 1
-            }
-        };
-        let mut out = Vec::with_capacity(size);
-        codecs[i].1.decompress(body, &mut out, Some(size))?;
-        if out.len() != size {
-            return Err(ParquetError::General(format!(
-                "a dictionary page of {size} bytes decompressed to {}",
-                out.len()
-            )));
-        }
-        Ok(out)
-    })
 }

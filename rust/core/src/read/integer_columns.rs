@@ -39,9 +39,9 @@ use parquet::column::page::{Page, PageReader};
 use parquet::encodings::rle::RleDecoder;
 use parquet::errors::ParquetError;
 use parquet::file::reader::ChunkReader;
-use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescriptor;
 
+use super::chunk_pages::page_reader;
 use super::predicate_first::Batches;
 use crate::metadata::page_index::{offset_index, page_boundaries};
 use crate::metadata::schema::primitive_leaf;
@@ -236,19 +236,9 @@ fn chunk<R: ChunkReader + Clone + 'static>(
 ) -> Result<Box<dyn ColumnDecoder>, ParquetError> {
     let md = reader.metadata();
     let descr = md.file_metadata().schema_descr();
-    let group = md.row_group(rg);
-    let rows = usize::try_from(group.num_rows())
-        .map_err(|_| damaged("a row group's row count is negative"))?;
     let leaf = primitive_leaf(descr, root)
         .ok_or_else(|| damaged(format!("root column {root} is not a single leaf")))?;
-    let locations = offset_index(md, rg, leaf).map(|o| o.page_locations().clone());
-    let column = group.column(leaf);
-    let pages = Box::new(SerializedPageReader::new(
-        Arc::new(file.clone()),
-        column,
-        rows,
-        locations,
-    )?);
+    let pages = page_reader(Arc::new(file.clone()), md, rg, leaf)?;
     let field = Arc::new(reader.schema().field(root).clone());
     let descr = descr.column(leaf);
     let (physical, max_def) = (descr.physical_type(), descr.max_def_level());

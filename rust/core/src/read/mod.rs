@@ -9,10 +9,12 @@
 //! in which order to evaluate, and shapes the output (column order, partition columns).
 
 mod adapt;
+mod chunk_pages;
 mod dictionary;
 mod dictionary_probe;
 mod dictionary_strings;
 mod integer_columns;
+mod page_codec;
 pub mod page_guard;
 mod parallel_columns;
 mod predicate_first;
@@ -374,16 +376,16 @@ pub fn read_unit(
                 dictionary_strings::hinted(&reader_metadata, &keyed)
                     .map_err(|e| Error::from(e).in_file(&path))?
             };
-            let mut builder = reader_builder(
-                tracked,
-                reader_metadata,
-                reader_rg,
-                projection,
-                shape.batch_size,
-                selection,
-            )
-            .with_row_selection_policy(RowSelectionPolicy::Selectors);
-            if !filters.is_empty() {
+            let reader = if filters.is_empty() {
+                chunk_pages::runs_reader(
+                    tracked,
+                    &reader_metadata,
+                    reader_rg,
+                    projection,
+                    shape.batch_size,
+                    selection,
+                )
+            } else {
                 let predicates: Vec<Box<dyn ArrowPredicate>> = filters
                     .into_iter()
                     .map(|(_, _, pred, leaves)| {
@@ -393,9 +395,19 @@ pub fn read_unit(
                         })) as Box<dyn ArrowPredicate>
                     })
                     .collect();
-                builder = builder.with_row_filter(RowFilter::new(predicates));
+                reader_builder(
+                    tracked,
+                    reader_metadata,
+                    reader_rg,
+                    projection,
+                    shape.batch_size,
+                    selection,
+                )
+                .with_row_selection_policy(RowSelectionPolicy::Selectors)
+                .with_row_filter(RowFilter::new(predicates))
+                .build()
             }
-            let reader = builder.build().map_err(|e| Error::from(e).in_file(&path))?;
+            .map_err(|e| Error::from(e).in_file(&path))?;
             let batches: predicate_first::Batches = (
                 arrow_array::RecordBatchReader::schema(&reader),
                 Box::new(reader),

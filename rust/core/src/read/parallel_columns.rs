@@ -23,7 +23,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{ArrowError, Schema};
 use arrow_select::concat::concat_batches;
 use arrow_select::filter::filter_record_batch;
-use parquet::arrow::arrow_reader::{RowSelection, RowSelectionPolicy};
+use parquet::arrow::arrow_reader::RowSelection;
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::ChunkReader;
@@ -33,6 +33,7 @@ use crate::metadata::schema::leaves_by_root;
 use crate::plan::Metrics;
 use crate::plan::RowRanges;
 use crate::read::byte_ranges;
+use crate::read::chunk_pages;
 use crate::read::dictionary::selected_pages;
 use crate::read::predicate_first::{mismatch, predicate_pass, slices, Batches, Matched, Unit};
 use crate::threads;
@@ -238,13 +239,14 @@ fn read_rows<F: ChunkReader + Clone + 'static>(
     selection: Option<&RowSelection>,
 ) -> Result<RecordBatch> {
     let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
-    let reader = unit
-        .reader(
-            ProjectionMask::roots(&descr, roots.iter().copied()),
-            selection.cloned(),
-        )
-        .with_row_selection_policy(RowSelectionPolicy::default())
-        .build()?;
+    let reader = chunk_pages::reader(
+        unit.file.clone(),
+        &unit.metadata,
+        unit.row_group,
+        ProjectionMask::roots(&descr, roots.iter().copied()),
+        unit.batch_size,
+        selection.cloned(),
+    )?;
     let schema = arrow_array::RecordBatchReader::schema(&reader);
     let batches = reader.collect::<Result<Vec<_>, ArrowError>>()?;
     Ok(concat_batches(&schema, &batches)?)

@@ -19,10 +19,7 @@ use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef};
 use arrow_select::coalesce::BatchCoalescer;
 use arrow_select::concat::{concat, concat_batches};
 use arrow_select::filter::filter_record_batch;
-use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
-    RowSelectionPolicy,
-};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::arrow::ProjectionMask;
 use parquet::basic::Type as PhysicalType;
 use parquet::file::metadata::PageIndexPolicy;
@@ -34,9 +31,9 @@ use crate::metadata::schema::primitive_leaf;
 use crate::plan::Metrics;
 use crate::predicate::eval;
 use crate::predicate::expr::Predicate;
+use crate::read::chunk_pages;
 use crate::read::dictionary_strings;
 use crate::read::integer_columns;
-use crate::read::reader_builder;
 
 /// Batches of the output roots, and their schema (the columns in no particular order).
 pub(super) type Batches = (
@@ -57,34 +54,6 @@ pub(super) struct Unit<'a, F> {
     pub predicate_leaves: &'a [usize],
     /// Root columns of the output.
     pub roots: &'a [usize],
-}
-
-impl<F: ChunkReader + Clone + 'static> Unit<'_, F> {
-    /// A reader of this unit's row group: `projection`, `rows` of it (all when `None`).
-    pub fn reader(
-        &self,
-        projection: ProjectionMask,
-        rows: Option<RowSelection>,
-    ) -> ParquetRecordBatchReaderBuilder<F> {
-        self.reader_of_batches(projection, rows, self.batch_size)
-    }
-
-    /// [`Self::reader`] with batches of `batch_size` selected rows.
-    fn reader_of_batches(
-        &self,
-        projection: ProjectionMask,
-        rows: Option<RowSelection>,
-        batch_size: usize,
-    ) -> ParquetRecordBatchReaderBuilder<F> {
-        reader_builder(
-            self.file.clone(),
-            self.metadata.clone(),
-            self.row_group,
-            projection,
-            batch_size,
-            rows,
-        )
-    }
 }
 
 /// The output roots the predicate read whole (every leaf under them): these come out of
@@ -127,13 +96,14 @@ pub(super) fn predicate_pass<F: ChunkReader + Clone + 'static>(
         return Ok(matched);
     }
     let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
-    let filter_reader = unit
-        .reader(
-            ProjectionMask::leaves(&descr, unit.predicate_leaves.iter().copied()),
-            unit.selection.clone(),
-        )
-        .with_row_selection_policy(RowSelectionPolicy::Selectors)
-        .build()?;
+    let filter_reader = chunk_pages::runs_reader(
+        unit.file.clone(),
+        &unit.metadata,
+        unit.row_group,
+        ProjectionMask::leaves(&descr, unit.predicate_leaves.iter().copied()),
+        unit.batch_size,
+        unit.selection.clone(),
+    )?;
     let filter_schema = filter_reader.schema();
     let kept_indexes: Vec<usize> = reused
         .iter()
@@ -311,14 +281,14 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         selection: None,
         ..unit
     };
-    let rest = viewed
-        .reader_of_batches(
-            ProjectionMask::roots(&descr, others),
-            Some(selection),
-            batch_rows,
-        )
-        .with_row_selection_policy(RowSelectionPolicy::default())
-        .build()?;
+    let rest = chunk_pages::reader(
+        viewed.file.clone(),
+        &viewed.metadata,
+        viewed.row_group,
+        ProjectionMask::roots(&descr, others),
+        batch_rows,
+        Some(selection),
+    )?;
     // The reader's schema with the file's own types: narrower reads are cast back below.
     let rest_schema = unit_schema(&own_schema, &rest.schema())?;
     let integer_fields = integers_read

@@ -1,0 +1,385 @@
+//! The pages of a column chunk for the arrow reader, Zstandard pages decompressed with the
+//! thread's context ([`super::page_codec`]).
+//!
+//! The crate's page reader finds, fetches and decodes the pages (with the offset index
+//! where there is one, so skipped pages are never fetched). A Zstandard chunk is described
+//! to it as uncompressed, so that it makes no codec, and its pages are decompressed here.
+//! Chunks of other codecs keep the crate's reader as it is: their codecs cost nothing to
+//! make. The record reader is given these pages through its [`RowGroups`] interface.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowGroups,
+    RowSelection, RowSelectionPolicy,
+};
+use parquet::arrow::{parquet_to_arrow_field_levels, ProjectionMask};
+use parquet::basic::Compression;
+use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
+use parquet::errors::{ParquetError, Result};
+use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use parquet::file::reader::ChunkReader;
+use parquet::file::serialized_reader::SerializedPageReader;
+
+use super::page_codec::zstd_into;
+use crate::metadata::page_index::offset_index;
+
+/// A reader of `rows` (all when `None`) of row group `row_group` of `file`, `projection`
+/// only, in batches of `batch_size` rows; the row selection strategy is the reader's own
+/// choice for how scattered the rows are.
+pub(super) fn reader<F: ChunkReader + 'static>(
+    file: F,
+    metadata: &ArrowReaderMetadata,
+    row_group: usize,
+    projection: ProjectionMask,
+    batch_size: usize,
+    rows: Option<RowSelection>,
+) -> Result<ParquetRecordBatchReader> {
+    let md = metadata.metadata();
+    let descr = md.file_metadata().schema_descr();
+    let levels =
+        parquet_to_arrow_field_levels(descr, projection, Some(metadata.schema().fields()))?;
+    let group = RowGroupPages {
+        file: Arc::new(file),
+        metadata: md.clone(),
+        row_group,
+    };
+    // As the crate's builder does: no batch larger than the file.
+    let file_rows = usize::try_from(md.file_metadata().num_rows()).unwrap_or(0);
+    let batch_size = batch_size.min(file_rows).max(1);
+    ParquetRecordBatchReader::try_new_with_row_groups(&levels, &group, batch_size, rows)
+}
+
+/// [`reader`], reading the selected rows as runs of rows to read and to skip, never
+/// through a mask: a mask decodes every page of the rows it spans, where runs skip the
+/// pages holding no selected row unfetched. Where the reader would choose a mask (runs
+/// shorter on average than its threshold), the crate's own reader is made to use runs.
+pub(super) fn runs_reader<F: ChunkReader + 'static>(
+    file: F,
+    metadata: &ArrowReaderMetadata,
+    row_group: usize,
+    projection: ProjectionMask,
+    batch_size: usize,
+    rows: Option<RowSelection>,
+) -> Result<ParquetRecordBatchReader> {
+    if rows.as_ref().is_none_or(|rows| !reads_by_mask(rows)) {
+        return reader(file, metadata, row_group, projection, batch_size, rows);
+    }
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone())
+        .with_row_groups(vec![row_group])
+        .with_projection(projection)
+        .with_batch_size(batch_size)
+        .with_row_selection_policy(RowSelectionPolicy::Selectors);
+    match rows {
+        Some(rows) => builder.with_row_selection(rows),
+        None => builder,
+    }
+    .build()
+}
+
+/// Whether the reader's default policy reads `rows` through a mask: when its runs of
+/// selected rows are shorter on average than the policy's threshold.
+fn reads_by_mask(rows: &RowSelection) -> bool {
+    let RowSelectionPolicy::Auto { threshold } = RowSelectionPolicy::default() else {
+        return matches!(RowSelectionPolicy::default(), RowSelectionPolicy::Mask);
+    };
+    let (total, runs) = rows
+        .iter()
+        .filter(|s| s.row_count > 0)
+        .fold((0usize, 0usize), |(total, runs), s| {
+            (total + s.row_count, runs + 1)
+        });
+    runs == 0 || total < runs.saturating_mul(threshold)
+}
+
+/// The pages of leaf column `leaf` in row group `rg` of `file`.
+pub(super) fn page_reader<F: ChunkReader + 'static>(
+    file: Arc<F>,
+    md: &ParquetMetaData,
+    rg: usize,
+    leaf: usize,
+) -> Result<Box<dyn PageReader>> {
+    let group = md.row_group(rg);
+    let rows = usize::try_from(group.num_rows())
+        .map_err(|_| ParquetError::General("a row group's row count is negative".into()))?;
+    let locations = offset_index(md, rg, leaf).map(|o| o.page_locations().clone());
+    let chunk = group.column(leaf);
+    Ok(match chunk.compression() {
+        Compression::ZSTD(_) => {
+            let bare = chunk
+                .clone()
+                .into_builder()
+                .set_compression(Compression::UNCOMPRESSED)
+                .build()?;
+            Box::new(ZstdPages(SerializedPageReader::new(
+                file, &bare, rows, locations,
+            )?))
+        }
+        _ => Box::new(SerializedPageReader::new(file, chunk, rows, locations)?),
+    })
+}
+
+/// One row group of a file, its column chunks read by [`page_reader`].
+struct RowGroupPages<F> {
+    file: Arc<F>,
+    metadata: Arc<ParquetMetaData>,
+    row_group: usize,
+}
+
+impl<F: ChunkReader + 'static> RowGroups for RowGroupPages<F> {
+    fn num_rows(&self) -> usize {
+        usize::try_from(self.metadata.row_group(self.row_group).num_rows()).unwrap_or(0)
+    }
+
+    fn column_chunks(&self, leaf: usize) -> Result<Box<dyn PageIterator>> {
+        let pages = page_reader(self.file.clone(), &self.metadata, self.row_group, leaf);
+        Ok(Box::new(OneChunk(Some(pages))))
+    }
+
+    fn row_groups(&self) -> Box<dyn Iterator<Item = &RowGroupMetaData> + '_> {
+        Box::new(std::iter::once(self.metadata.row_group(self.row_group)))
+    }
+
+    fn metadata(&self) -> &ParquetMetaData {
+        &self.metadata
+    }
+}
+
+/// The page readers of a column across the row groups read: here one.
+struct OneChunk(Option<Result<Box<dyn PageReader>>>);
+
+impl Iterator for OneChunk {
+    type Item = Result<Box<dyn PageReader>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.take()
+    }
+}
+
+impl PageIterator for OneChunk {}
+
+/// The crate's pages of a Zstandard chunk described as uncompressed, decompressed here.
+struct ZstdPages<F: ChunkReader>(SerializedPageReader<F>);
+
+impl<F: ChunkReader> Iterator for ZstdPages<F> {
+    type Item = Result<Page>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.get_next_page().transpose()
+    }
+}
+
+impl<F: ChunkReader> PageReader for ZstdPages<F> {
+    fn get_next_page(&mut self) -> Result<Option<Page>> {
+        self.0.get_next_page()?.map(decompressed).transpose()
+    }
+
+    fn peek_next_page(&mut self) -> Result<Option<PageMetadata>> {
+        self.0.peek_next_page()
+    }
+
+    fn skip_next_page(&mut self) -> Result<()> {
+        self.0.skip_next_page()
+    }
+
+    fn at_record_boundary(&mut self) -> Result<bool> {
+        self.0.at_record_boundary()
+    }
+}
+
+/// `page` with its body decompressed: all of it, but for a version 2 data page, whose
+/// levels come first uncompressed, and which may not be compressed at all.
+fn decompressed(page: Page) -> Result<Page> {
+    Ok(match page {
+        Page::DataPage {
+            buf,
+            num_values,
+            encoding,
+            def_level_encoding,
+            rep_level_encoding,
+            statistics,
+        } => Page::DataPage {
+            buf: inflated(&buf, 0)?,
+            num_values,
+            encoding,
+            def_level_encoding,
+            rep_level_encoding,
+            statistics,
+        },
+        Page::DataPageV2 {
+            buf,
+            num_values,
+            encoding,
+            num_nulls,
+            num_rows,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            is_compressed,
+            statistics,
+        } => Page::DataPageV2 {
+            buf: match is_compressed {
+                true => {
+                    let levels = def_levels_byte_len as usize + rep_levels_byte_len as usize;
+                    inflated(&buf, levels)?
+                }
+                false => buf,
+            },
+            num_values,
+            encoding,
+            num_nulls,
+            num_rows,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            is_compressed,
+            statistics,
+        },
+        Page::DictionaryPage {
+            buf,
+            num_values,
+            encoding,
+            is_sorted,
+        } => Page::DictionaryPage {
+            buf: inflated(&buf, 0)?,
+            num_values,
+            encoding,
+            is_sorted,
+        },
+    })
+}
+
+/// `buf`'s first `kept` bytes as they are, the rest decompressed after them.
+fn inflated(buf: &Bytes, kept: usize) -> Result<Bytes> {
+    if kept > buf.len() {
+        return Err(ParquetError::General(format!(
+            "corrupt page: levels of {kept} bytes in a page of {}",
+            buf.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(kept);
+    out.extend_from_slice(&buf[..kept]);
+    zstd_into(&buf[kept..], &mut out)?;
+    Ok(Bytes::from(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use bytes::Bytes;
+    use parquet::arrow::arrow_reader::{
+        ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelector,
+    };
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::ZstdLevel;
+    use parquet::file::metadata::PageIndexPolicy;
+    use parquet::file::properties::{WriterProperties, WriterVersion};
+
+    use super::*;
+
+    fn file(version: WriterVersion, codec: Compression) -> Bytes {
+        let n = 20_000;
+        let ids: ArrayRef = Arc::new(Int64Array::from_iter(
+            (0..n).map(|i| (i % 13 != 0).then_some(i * 7 % 1000)),
+        ));
+        let names: ArrayRef = Arc::new(StringArray::from_iter(
+            (0..n).map(|i| (i % 5 != 0).then(|| format!("name {}", i % 300))),
+        ));
+        let batch = RecordBatch::try_from_iter([("id", ids), ("name", names)]).unwrap();
+        let props = WriterProperties::builder()
+            .set_writer_version(version)
+            .set_compression(codec)
+            .set_data_page_row_count_limit(1000)
+            .set_write_batch_size(1000)
+            .build();
+        let mut out = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        Bytes::from(out)
+    }
+
+    #[test]
+    fn reads_match_the_crates_reader_for_both_page_versions_and_codecs() {
+        let selection = RowSelection::from(vec![
+            RowSelector::skip(2500),
+            RowSelector::select(700),
+            RowSelector::skip(9000),
+            RowSelector::select(3),
+            RowSelector::skip(10),
+            RowSelector::select(5000),
+        ]);
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            for codec in [
+                Compression::ZSTD(ZstdLevel::default()),
+                Compression::SNAPPY,
+                Compression::UNCOMPRESSED,
+            ] {
+                let bytes = file(version, codec);
+                let options =
+                    ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+                let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
+                for rows in [None, Some(selection.clone())] {
+                    let ours = reader(
+                        bytes.clone(),
+                        &meta,
+                        0,
+                        ProjectionMask::all(),
+                        1024,
+                        rows.clone(),
+                    )
+                    .unwrap()
+                    .collect::<std::result::Result<Vec<_>, _>>()
+                    .unwrap();
+                    let mut theirs = ParquetRecordBatchReaderBuilder::new_with_metadata(
+                        bytes.clone(),
+                        meta.clone(),
+                    )
+                    .with_batch_size(1024);
+                    if let Some(rows) = rows.clone() {
+                        theirs = theirs.with_row_selection(rows);
+                    }
+                    let theirs = theirs
+                        .build()
+                        .unwrap()
+                        .collect::<std::result::Result<Vec<_>, _>>()
+                        .unwrap();
+                    let schema = theirs[0].schema();
+                    let ours = arrow_select::concat::concat_batches(&schema, &ours).unwrap();
+                    let theirs = arrow_select::concat::concat_batches(&schema, &theirs).unwrap();
+                    assert_eq!(ours, theirs, "{version:?} {codec:?} {}", rows.is_some());
+                    assert!(ours.num_rows() > 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_damaged_zstandard_page_is_an_error() {
+        let bytes = file(
+            WriterVersion::PARQUET_1_0,
+            Compression::ZSTD(ZstdLevel::default()),
+        );
+        let meta = ArrowReaderMetadata::load(&bytes, Default::default()).unwrap();
+        let chunk = meta.metadata().row_group(0).column(0);
+        let (start, len) = chunk.byte_range();
+        let mut damaged = bytes.to_vec();
+        // Every byte of the chunk's second half, past its headers' fields that say where
+        // pages end, flipped.
+        for b in &mut damaged[(start + len / 2) as usize..(start + len) as usize] {
+            *b ^= 0x5a;
+        }
+        let read = reader(
+            Bytes::from(damaged),
+            &meta,
+            0,
+            ProjectionMask::all(),
+            1024,
+            None,
+        )
+        .unwrap()
+        .collect::<std::result::Result<Vec<_>, _>>();
+        assert!(read.is_err());
+    }
+}

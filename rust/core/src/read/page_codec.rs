@@ -1,0 +1,194 @@
+//! Page decompression with codecs kept per thread.
+//!
+//! The parquet crate makes a codec for every column chunk it reads, and its Zstandard
+//! codec makes a compression context and a decompression context each time. Making a
+//! Zstandard context asks the CPU whether it has BMI2 (`cpuid`), which a hypervisor may
+//! trap: on a virtual machine, reading one row of each of 2,000 small files spent a fifth
+//! of its time making contexts. A thread here keeps one codec of each kind it meets, and
+//! one Zstandard decompression context.
+
+use std::cell::RefCell;
+
+use parquet::basic::Compression;
+use parquet::compression::{create_codec, Codec, CodecOptionsBuilder};
+use parquet::errors::{ParquetError, Result};
+use zstd::zstd_safe::{self, DCtx, InBuffer, OutBuffer, ResetDirective};
+
+use super::page_guard::MAX_PAGE_BYTES;
+
+thread_local! {
+    /// Codecs of the compressions met so far on this thread.
+    static CODECS: RefCell<Vec<(Compression, Box<dyn Codec>)>> = const { RefCell::new(Vec::new()) };
+    /// This thread's Zstandard decompression context, made at its first page.
+    static ZSTD: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
+}
+
+/// `body` decompressed with `codec` into `size` bytes (a page header's declared size,
+/// which the page guard has bounded).
+pub(super) fn decompressed(codec: Compression, body: &[u8], size: usize) -> Result<Vec<u8>> {
+    CODECS.with(|codecs| {
+        let mut codecs = codecs.borrow_mut();
+        let i = match codecs.iter().position(|(c, _)| *c == codec) {
+            Some(i) => i,
+            None => {
+                let made = create_codec(codec, &CodecOptionsBuilder::default().build())?
+                    .ok_or_else(|| ParquetError::General(format!("no codec for {codec:?}")))?;
+                codecs.push((codec, made));
+                codecs.len() - 1
+            }
+        };
+        let mut out = Vec::with_capacity(size);
+        codecs[i].1.decompress(body, &mut out, Some(size))?;
+        if out.len() != size {
+            return Err(ParquetError::General(format!(
+                "a page of {size} bytes decompressed to {}",
+                out.len()
+            )));
+        }
+        Ok(out)
+    })
+}
+
+/// Append the Zstandard frames of `body` to `out`, decompressed. The size comes from the
+/// frames themselves (a frame may not declare it), and a page may not grow past
+/// [`MAX_PAGE_BYTES`]: a frame of a few bytes can stand for gigabytes.
+pub(super) fn zstd_into(body: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    ZSTD.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        let dctx = slot.get_or_insert_with(DCtx::create);
+        // A context left mid-frame by an error is reset here, before its next page.
+        let failed = |code: usize| {
+            ParquetError::General(format!(
+                "corrupt Zstandard page: {}",
+                zstd_safe::get_error_name(code)
+            ))
+        };
+        dctx.reset(ResetDirective::SessionOnly).map_err(failed)?;
+        let limit = out.len().saturating_add(MAX_PAGE_BYTES as usize);
+        let mut input = InBuffer::around(body);
+        while input.pos() < body.len() {
+            if let Ok(Some(size)) = zstd_safe::get_frame_content_size(&body[input.pos()..]) {
+                let size = usize::try_from(size).unwrap_or(usize::MAX);
+                if size > limit - out.len() {
+                    return Err(too_large());
+                }
+                out.reserve_exact(size);
+            }
+            loop {
+                if out.len() == out.capacity() {
+                    if out.len() >= limit {
+                        return Err(too_large());
+                    }
+                    let grow = body.len().max(out.len()).max(4096);
+                    out.reserve_exact(grow.min(limit - out.len()));
+                }
+                let (read, written) = (input.pos(), out.len());
+                // The stream sets the vector's length to what it has written.
+                let hint = dctx
+                    .decompress_stream(&mut OutBuffer::around_pos(&mut *out, written), &mut input);
+                match hint {
+                    Err(code) => return Err(failed(code)),
+                    Ok(0) => break,
+                    Ok(_) if input.pos() == read && out.len() == written => {
+                        if out.len() < out.capacity() {
+                            return Err(ParquetError::General(
+                                "corrupt Zstandard page: a frame cut short".into(),
+                            ));
+                        }
+                    }
+                    Ok(_) => {}
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+fn too_large() -> ParquetError {
+    ParquetError::General(format!(
+        "a Zstandard page decompresses to more than the {MAX_PAGE_BYTES} bytes a page may take"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(data: &[u8], with_size: bool) -> Vec<u8> {
+        let mut cctx = zstd_safe::CCtx::create();
+        cctx.set_parameter(zstd_safe::CParameter::ContentSizeFlag(with_size))
+            .unwrap();
+        let mut out = Vec::with_capacity(zstd_safe::compress_bound(data.len()));
+        if with_size {
+            cctx.compress2(&mut out, data).unwrap();
+        } else {
+            // Streamed, so that the frame cannot know its size.
+            let mut input = InBuffer::around(data);
+            let mut output = OutBuffer::around(&mut out);
+            cctx.compress_stream2(
+                &mut output,
+                &mut input,
+                zstd_safe::zstd_sys::ZSTD_EndDirective::ZSTD_e_end,
+            )
+            .unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn frames_with_and_without_their_size_decompress_after_a_prefix() {
+        let data: Vec<u8> = (0..300_000u32)
+            .flat_map(|i| (i % 7).to_le_bytes())
+            .collect();
+        for with_size in [true, false] {
+            let body = frame(&data, with_size);
+            let declared = zstd_safe::get_frame_content_size(&body).unwrap();
+            assert_eq!(declared.is_some(), with_size);
+            let mut out = b"levels".to_vec();
+            zstd_into(&body, &mut out).unwrap();
+            assert_eq!(&out[..6], b"levels");
+            assert_eq!(&out[6..], &data[..], "with_size {with_size}");
+        }
+        // Two frames in one page, as some writers cut a long page.
+        let mut body = frame(&data[..1000], true);
+        body.extend(frame(&data[1000..], false));
+        let mut out = Vec::new();
+        zstd_into(&body, &mut out).unwrap();
+        assert_eq!(out, data);
+    }
+
+    #[test]
+    fn damaged_frames_are_errors_and_the_context_recovers() {
+        let data = vec![7u8; 100_000];
+        let body = frame(&data, false);
+        let cut = &body[..body.len() - 3];
+        assert!(zstd_into(cut, &mut Vec::new()).is_err());
+        assert!(zstd_into(b"not a zstandard frame", &mut Vec::new()).is_err());
+        let mut out = Vec::new();
+        zstd_into(&body, &mut out).unwrap();
+        assert_eq!(out, data);
+    }
+
+    #[test]
+    fn a_frame_declaring_more_than_a_page_may_hold_is_refused() {
+        // A frame header declaring 1 TiB, its content never given.
+        let mut cctx = zstd_safe::CCtx::create();
+        cctx.set_pledged_src_size(Some(1 << 40)).unwrap();
+        let mut out = vec![0u8; 0];
+        out.reserve(64);
+        let mut output = OutBuffer::around(&mut out);
+        let mut input = InBuffer::around(b"x");
+        cctx.compress_stream2(
+            &mut output,
+            &mut input,
+            zstd_safe::zstd_sys::ZSTD_EndDirective::ZSTD_e_flush,
+        )
+        .unwrap();
+        assert_eq!(
+            zstd_safe::get_frame_content_size(&out).ok(),
+            Some(Some(1 << 40))
+        );
+        let err = zstd_into(&out, &mut Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("more than"), "{err}");
+    }
+}
