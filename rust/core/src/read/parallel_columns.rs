@@ -171,13 +171,14 @@ pub(super) fn read<F: ChunkReader + Clone + Send + 'static>(
             }
         };
         let matching = matched.kept.num_rows() > 0;
+        let selection = matching.then(|| matched.selection(unit.selection.as_ref()));
         let waiting: Vec<_> = spare
             .iter()
             .filter(|share| !share.early && matching)
-            .map(|share| spawn(share, Some(matched.selection.clone())))
+            .map(|share| spawn(share, selection.clone()))
             .collect();
         let own_part =
-            (!own.is_empty() && matching).then(|| read_rows(unit, &own, Some(&matched.selection)));
+            (!own.is_empty() && matching).then(|| read_rows(unit, &own, selection.as_ref()));
         let early: Vec<_> = early.into_iter().map(joined).collect();
         let waiting: Vec<_> = waiting.into_iter().map(joined).collect();
         Ok((matched, own_part, (early, waiting)))

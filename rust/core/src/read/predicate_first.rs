@@ -80,10 +80,20 @@ pub(super) struct Matched {
     pub kept: RecordBatch,
     /// Which of the unit's selected rows match.
     pub mask: BooleanArray,
-    /// The matching rows, as a selection of the whole row group.
-    pub selection: RowSelection,
     /// Chunks of integer-stored columns the pass decoded itself.
     pub integer_chunks: u64,
+}
+
+impl Matched {
+    /// The matching rows as a selection of the whole row group, of which the unit read
+    /// `within` (all when `None`); made only where a reader reads after the pass.
+    pub fn selection(&self, within: Option<&RowSelection>) -> RowSelection {
+        let matched = RowSelection::from_filters(std::slice::from_ref(&self.mask));
+        match within {
+            Some(s) => s.and_then(&matched),
+            None => matched,
+        }
+    }
 }
 
 /// The predicate pass: every selected row of the predicate columns, decoded once, and
@@ -122,11 +132,6 @@ pub(super) fn predicate_pass<F: ChunkReader + Clone + 'static>(
         masks.push(mask);
     }
     let kept = concat_batches(&kept_schema, &kept)?;
-    let matched = RowSelection::from_filters(&masks);
-    let selection = match &unit.selection {
-        Some(s) => s.and_then(&matched),
-        None => matched,
-    };
     let parts: Vec<&dyn Array> = masks.iter().map(|m| m as &dyn Array).collect();
     let mask = match parts.len() {
         0 => BooleanArray::from(Vec::<bool>::new()),
@@ -135,7 +140,6 @@ pub(super) fn predicate_pass<F: ChunkReader + Clone + 'static>(
     Ok(Matched {
         kept,
         mask,
-        selection,
         integer_chunks: 0,
     })
 }
@@ -193,12 +197,9 @@ fn integer_pass<F: ChunkReader + Clone + 'static>(
             &RecordBatchOptions::new().with_row_count(Some(matches)),
         )?,
     };
-    let mask = BooleanArray::new(tested.mask, None);
-    let selection = RowSelection::from_filters(std::slice::from_ref(&mask));
     Ok(Some(Matched {
         kept,
-        mask,
-        selection,
+        mask: BooleanArray::new(tested.mask, None),
         integer_chunks: 1,
     }))
 }
@@ -210,13 +211,9 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
     metrics: &Metrics,
 ) -> Result<Batches> {
     let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
-    let Matched {
-        kept,
-        mask,
-        selection,
-        integer_chunks,
-    } = predicate_pass(&unit, reused)?;
-    metrics.integer_chunks_decoded.add(integer_chunks);
+    let matched = predicate_pass(&unit, reused)?;
+    metrics.integer_chunks_decoded.add(matched.integer_chunks);
+    let (kept, mask) = (matched.kept.clone(), &matched.mask);
     let kept_schema = kept.schema();
 
     let others: Vec<usize> = unit
@@ -270,27 +267,33 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
         .into_iter()
         .filter(|r| !integers.contains(r))
         .collect();
-    let keyed = dictionary_strings::keyed_roots(
-        unit.metadata.metadata(),
-        unit.row_group,
-        &unit.metadata,
-        &others,
-    );
-    let viewed = Unit {
-        metadata: narrowed(&unit.metadata, &keyed)?,
-        selection: None,
-        ..unit
+    // Where the integer decoders read every other column, batches are cut from the kept
+    // rows: no reader walks the selection for their counts.
+    let (mut rest, batch_rows) = match others.is_empty() {
+        true => (None, batch_size),
+        false => {
+            let keyed = dictionary_strings::keyed_roots(
+                unit.metadata.metadata(),
+                unit.row_group,
+                &unit.metadata,
+                &others,
+            );
+            let reader = chunk_pages::reader(
+                unit.file.clone(),
+                &narrowed(&unit.metadata, &keyed)?,
+                unit.row_group,
+                ProjectionMask::roots(&descr, others),
+                batch_rows,
+                Some(matched.selection(unit.selection.as_ref())),
+            )?;
+            (Some(reader), batch_rows)
+        }
     };
-    let rest = chunk_pages::reader(
-        viewed.file.clone(),
-        &viewed.metadata,
-        viewed.row_group,
-        ProjectionMask::roots(&descr, others),
-        batch_rows,
-        Some(selection),
-    )?;
     // The reader's schema with the file's own types: narrower reads are cast back below.
-    let rest_schema = unit_schema(&own_schema, &rest.schema())?;
+    let rest_schema = match &rest {
+        Some(reader) => unit_schema(&own_schema, &reader.schema())?,
+        None => Arc::new(Schema::empty()),
+    };
     let integer_fields = integers_read
         .as_ref()
         .map(|d| d.fields())
@@ -305,33 +308,44 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
             .collect::<Vec<_>>(),
     ));
     let out_schema = schema.clone();
-    let mut rest = rest;
     let mut offset = 0;
     let mut done = false;
     let batches = std::iter::from_fn(move || {
         if done {
             return None;
         }
-        let Some(batch) = rest.next() else {
-            done = true;
-            // Both passes select the same rows: a difference is a reader defect, not data.
-            return (offset != kept.num_rows()).then(|| Err(mismatch(kept.num_rows(), offset)));
-        };
-        let batch = match batch {
-            Ok(b) => b,
-            Err(e) => {
+        let read = match rest.as_mut() {
+            Some(reader) => match reader.next() {
+                Some(Ok(batch)) => Some(batch),
+                Some(Err(e)) => {
+                    done = true;
+                    return Some(Err(e));
+                }
+                None => {
+                    done = true;
+                    // Both passes select the same rows: a difference is a reader defect.
+                    return (offset != kept.num_rows())
+                        .then(|| Err(mismatch(kept.num_rows(), offset)));
+                }
+            },
+            None if offset == kept.num_rows() => {
                 done = true;
-                return Some(Err(e));
+                return None;
             }
+            None => None,
         };
-        let rows = batch.num_rows();
+        let rows = match &read {
+            Some(batch) => batch.num_rows(),
+            None => batch_size.min(kept.num_rows() - offset),
+        };
         if offset + rows > kept.num_rows() {
             done = true;
             return Some(Err(mismatch(kept.num_rows(), offset + rows)));
         }
         let reused = kept.slice(offset, rows);
         offset += rows;
-        let columns = match from_narrow(batch.columns(), schema.fields()) {
+        let read_columns = read.as_ref().map(|b| b.columns()).unwrap_or_default();
+        let columns = match from_narrow(read_columns, schema.fields()) {
             Ok(c) => c,
             Err(e) => {
                 done = true;
