@@ -14,7 +14,7 @@ use parquet::compression::{create_codec, Codec, CodecOptionsBuilder};
 use parquet::errors::{ParquetError, Result};
 use zstd::zstd_safe::{self, DCtx, InBuffer, OutBuffer, ResetDirective};
 
-use super::page_guard::MAX_PAGE_BYTES;
+use super::page_guard::{expansion, MAX_PAGE_BYTES};
 
 thread_local! {
     /// Codecs of the compressions met so far on this thread.
@@ -50,8 +50,9 @@ pub(super) fn decompressed(codec: Compression, body: &[u8], size: usize) -> Resu
 }
 
 /// Append the Zstandard frames of `body` to `out`, decompressed. The size comes from the
-/// frames themselves (a frame may not declare it), and a page may not grow past
-/// [`MAX_PAGE_BYTES`]: a frame of a few bytes can stand for gigabytes.
+/// frames themselves (a frame may not declare it), and may not pass what `body` can hold
+/// nor [`MAX_PAGE_BYTES`], whatever a frame declares: the bounds the page guard sets on a
+/// page header's declared size.
 pub(super) fn zstd_into(body: &[u8], out: &mut Vec<u8>) -> Result<()> {
     ZSTD.with(|slot| {
         let mut slot = slot.borrow_mut();
@@ -64,7 +65,12 @@ pub(super) fn zstd_into(body: &[u8], out: &mut Vec<u8>) -> Result<()> {
             ))
         };
         dctx.reset(ResetDirective::SessionOnly).map_err(failed)?;
-        let limit = out.len().saturating_add(MAX_PAGE_BYTES as usize);
+        let (ratio, framing) = expansion(Compression::ZSTD(Default::default())).unwrap_or((1, 0));
+        let most = (body.len() as u64)
+            .saturating_mul(ratio as u64)
+            .saturating_add(framing as u64)
+            .min(MAX_PAGE_BYTES as u64) as usize;
+        let limit = out.len().saturating_add(most);
         let mut input = InBuffer::around(body);
         while input.pos() < body.len() {
             if let Ok(Some(size)) = zstd_safe::get_frame_content_size(&body[input.pos()..]) {
@@ -106,7 +112,8 @@ pub(super) fn zstd_into(body: &[u8], out: &mut Vec<u8>) -> Result<()> {
 
 fn too_large() -> ParquetError {
     ParquetError::General(format!(
-        "a Zstandard page decompresses to more than the {MAX_PAGE_BYTES} bytes a page may take"
+        "a Zstandard page decompresses to more than its bytes can hold or a page may take \
+         ({MAX_PAGE_BYTES} bytes)"
     ))
 }
 
@@ -171,24 +178,24 @@ mod tests {
 
     #[test]
     fn a_frame_declaring_more_than_a_page_may_hold_is_refused() {
-        // A frame header declaring 1 TiB, its content never given.
-        let mut cctx = zstd_safe::CCtx::create();
-        cctx.set_pledged_src_size(Some(1 << 40)).unwrap();
-        let mut out = vec![0u8; 0];
-        out.reserve(64);
-        let mut output = OutBuffer::around(&mut out);
-        let mut input = InBuffer::around(b"x");
-        cctx.compress_stream2(
-            &mut output,
-            &mut input,
-            zstd_safe::zstd_sys::ZSTD_EndDirective::ZSTD_e_flush,
-        )
-        .unwrap();
-        assert_eq!(
-            zstd_safe::get_frame_content_size(&out).ok(),
-            Some(Some(1 << 40))
-        );
-        let err = zstd_into(&out, &mut Vec::new()).unwrap_err();
-        assert!(err.to_string().contains("more than"), "{err}");
+        // Frame headers declaring 1 TiB, and 128 MiB (under the page cap, but more than
+        // their few bytes can hold), their content never given.
+        for declared in [1u64 << 40, 1 << 27] {
+            let mut cctx = zstd_safe::CCtx::create();
+            cctx.set_pledged_src_size(Some(declared)).unwrap();
+            let mut out = Vec::with_capacity(64);
+            let mut output = OutBuffer::around(&mut out);
+            let mut input = InBuffer::around(b"x");
+            cctx.compress_stream2(
+                &mut output,
+                &mut input,
+                zstd_safe::zstd_sys::ZSTD_EndDirective::ZSTD_e_flush,
+            )
+            .unwrap();
+            let size = zstd_safe::get_frame_content_size(&out).ok();
+            assert_eq!(size, Some(Some(declared)));
+            let err = zstd_into(&out, &mut Vec::new()).unwrap_err();
+            assert!(err.to_string().contains("more than"), "{err}");
+        }
     }
 }

@@ -34,7 +34,7 @@ pub const MAX_HEADER_BYTES: u64 = 16 << 20;
 pub const HEADER_WINDOW: u64 = 64 << 10;
 
 /// Most bytes one byte of `codec`'s output can stand for, and a constant for its framing.
-fn expansion(codec: Compression) -> Option<(i64, i64)> {
+pub(super) fn expansion(codec: Compression) -> Option<(i64, i64)> {
     match codec {
         // A two-byte-offset copy: 3 bytes for up to 64.
         Compression::SNAPPY => Some((22, 64)),
