@@ -112,9 +112,13 @@ pub(super) fn page_reader<F: ChunkReader + 'static>(
                 .into_builder()
                 .set_compression(Compression::UNCOMPRESSED)
                 .build()?;
-            Box::new(ZstdPages(SerializedPageReader::new(
-                file, &bare, rows, locations,
-            )?))
+            Box::new(ZstdPages {
+                pages: SerializedPageReader::new(file, &bare, rows, locations)?,
+                sizes: (
+                    u64::try_from(chunk.uncompressed_size()).unwrap_or(0),
+                    u64::try_from(chunk.compressed_size()).unwrap_or(0),
+                ),
+            })
         }
         _ => Box::new(SerializedPageReader::new(file, chunk, rows, locations)?),
     })
@@ -160,7 +164,12 @@ impl Iterator for OneChunk {
 impl PageIterator for OneChunk {}
 
 /// The crate's pages of a Zstandard chunk described as uncompressed, decompressed here.
-struct ZstdPages<F: ChunkReader>(SerializedPageReader<F>);
+struct ZstdPages<F: ChunkReader> {
+    pages: SerializedPageReader<F>,
+    /// The chunk's uncompressed and compressed sizes: a page is expected to decompress in
+    /// the same ratio.
+    sizes: (u64, u64),
+}
 
 impl<F: ChunkReader> Iterator for ZstdPages<F> {
     type Item = Result<Page>;
@@ -172,25 +181,33 @@ impl<F: ChunkReader> Iterator for ZstdPages<F> {
 
 impl<F: ChunkReader> PageReader for ZstdPages<F> {
     fn get_next_page(&mut self) -> Result<Option<Page>> {
-        self.0.get_next_page()?.map(decompressed).transpose()
+        let sizes = self.sizes;
+        let expected = |compressed: usize| {
+            let (whole, packed) = sizes;
+            ((compressed as u64).saturating_mul(whole) / packed.max(1)) as usize
+        };
+        self.pages
+            .get_next_page()?
+            .map(|page| decompressed(page, expected))
+            .transpose()
     }
 
     fn peek_next_page(&mut self) -> Result<Option<PageMetadata>> {
-        self.0.peek_next_page()
+        self.pages.peek_next_page()
     }
 
     fn skip_next_page(&mut self) -> Result<()> {
-        self.0.skip_next_page()
+        self.pages.skip_next_page()
     }
 
     fn at_record_boundary(&mut self) -> Result<bool> {
-        self.0.at_record_boundary()
+        self.pages.at_record_boundary()
     }
 }
 
 /// `page` with its body decompressed: all of it, but for a version 2 data page, whose
 /// levels come first uncompressed, and which may not be compressed at all.
-fn decompressed(page: Page) -> Result<Page> {
+fn decompressed(page: Page, expected: impl Fn(usize) -> usize) -> Result<Page> {
     Ok(match page {
         Page::DataPage {
             buf,
@@ -200,7 +217,7 @@ fn decompressed(page: Page) -> Result<Page> {
             rep_level_encoding,
             statistics,
         } => Page::DataPage {
-            buf: inflated(&buf, 0)?,
+            buf: inflated(&buf, 0, &expected)?,
             num_values,
             encoding,
             def_level_encoding,
@@ -221,7 +238,7 @@ fn decompressed(page: Page) -> Result<Page> {
             buf: match is_compressed {
                 true => {
                     let levels = def_levels_byte_len as usize + rep_levels_byte_len as usize;
-                    inflated(&buf, levels)?
+                    inflated(&buf, levels, &expected)?
                 }
                 false => buf,
             },
@@ -240,7 +257,7 @@ fn decompressed(page: Page) -> Result<Page> {
             encoding,
             is_sorted,
         } => Page::DictionaryPage {
-            buf: inflated(&buf, 0)?,
+            buf: inflated(&buf, 0, &expected)?,
             num_values,
             encoding,
             is_sorted,
@@ -248,8 +265,9 @@ fn decompressed(page: Page) -> Result<Page> {
     })
 }
 
-/// `buf`'s first `kept` bytes as they are, the rest decompressed after them.
-fn inflated(buf: &Bytes, kept: usize) -> Result<Bytes> {
+/// `buf`'s first `kept` bytes as they are, the rest decompressed after them (`expected`:
+/// the bytes a compressed length is expected to decompress to).
+fn inflated(buf: &Bytes, kept: usize, expected: impl Fn(usize) -> usize) -> Result<Bytes> {
     if kept > buf.len() {
         return Err(ParquetError::General(format!(
             "corrupt page: levels of {kept} bytes in a page of {}",
@@ -258,7 +276,8 @@ fn inflated(buf: &Bytes, kept: usize) -> Result<Bytes> {
     }
     let mut out = Vec::with_capacity(kept);
     out.extend_from_slice(&buf[..kept]);
-    zstd_into(&buf[kept..], &mut out)?;
+    let body = &buf[kept..];
+    zstd_into(body, &mut out, expected(body.len()))?;
     Ok(Bytes::from(out))
 }
 

@@ -52,8 +52,9 @@ pub(super) fn decompressed(codec: Compression, body: &[u8], size: usize) -> Resu
 /// Append the Zstandard frames of `body` to `out`, decompressed. The size comes from the
 /// frames themselves (a frame may not declare it), and may not pass what `body` can hold
 /// nor [`MAX_PAGE_BYTES`], whatever a frame declares: the bounds the page guard sets on a
-/// page header's declared size.
-pub(super) fn zstd_into(body: &[u8], out: &mut Vec<u8>) -> Result<()> {
+/// page header's declared size. `expected` is room made first for frames that do not
+/// declare their size (parquet-java's), so that most pages need no second allocation.
+pub(super) fn zstd_into(body: &[u8], out: &mut Vec<u8>, expected: usize) -> Result<()> {
     ZSTD.with(|slot| {
         let mut slot = slot.borrow_mut();
         let dctx = slot.get_or_insert_with(DCtx::create);
@@ -73,12 +74,16 @@ pub(super) fn zstd_into(body: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let limit = out.len().saturating_add(most);
         let mut input = InBuffer::around(body);
         while input.pos() < body.len() {
-            if let Ok(Some(size)) = zstd_safe::get_frame_content_size(&body[input.pos()..]) {
-                let size = usize::try_from(size).unwrap_or(usize::MAX);
-                if size > limit - out.len() {
-                    return Err(too_large());
+            match zstd_safe::get_frame_content_size(&body[input.pos()..]) {
+                Ok(Some(size)) => {
+                    let size = usize::try_from(size).unwrap_or(usize::MAX);
+                    if size > limit - out.len() {
+                        return Err(too_large());
+                    }
+                    out.reserve_exact(size);
                 }
-                out.reserve_exact(size);
+                _ if input.pos() == 0 => out.reserve_exact(expected.min(limit - out.len())),
+                _ => {}
             }
             loop {
                 if out.len() == out.capacity() {
@@ -152,7 +157,7 @@ mod tests {
             let declared = zstd_safe::get_frame_content_size(&body).unwrap();
             assert_eq!(declared.is_some(), with_size);
             let mut out = b"levels".to_vec();
-            zstd_into(&body, &mut out).unwrap();
+            zstd_into(&body, &mut out, 1000).unwrap();
             assert_eq!(&out[..6], b"levels");
             assert_eq!(&out[6..], &data[..], "with_size {with_size}");
         }
@@ -160,7 +165,7 @@ mod tests {
         let mut body = frame(&data[..1000], true);
         body.extend(frame(&data[1000..], false));
         let mut out = Vec::new();
-        zstd_into(&body, &mut out).unwrap();
+        zstd_into(&body, &mut out, 1000).unwrap();
         assert_eq!(out, data);
     }
 
@@ -169,10 +174,10 @@ mod tests {
         let data = vec![7u8; 100_000];
         let body = frame(&data, false);
         let cut = &body[..body.len() - 3];
-        assert!(zstd_into(cut, &mut Vec::new()).is_err());
-        assert!(zstd_into(b"not a zstandard frame", &mut Vec::new()).is_err());
+        assert!(zstd_into(cut, &mut Vec::new(), 0).is_err());
+        assert!(zstd_into(b"not a zstandard frame", &mut Vec::new(), 0).is_err());
         let mut out = Vec::new();
-        zstd_into(&body, &mut out).unwrap();
+        zstd_into(&body, &mut out, 1000).unwrap();
         assert_eq!(out, data);
     }
 
@@ -194,7 +199,7 @@ mod tests {
             .unwrap();
             let size = zstd_safe::get_frame_content_size(&out).ok();
             assert_eq!(size, Some(Some(declared)));
-            let err = zstd_into(&out, &mut Vec::new()).unwrap_err();
+            let err = zstd_into(&out, &mut Vec::new(), 1 << 30).unwrap_err();
             assert!(err.to_string().contains("more than"), "{err}");
         }
     }
