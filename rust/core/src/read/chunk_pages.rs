@@ -207,62 +207,24 @@ impl<F: ChunkReader> PageReader for ZstdPages<F> {
 
 /// `page` with its body decompressed: all of it, but for a version 2 data page, whose
 /// levels come first uncompressed, and which may not be compressed at all.
-fn decompressed(page: Page, expected: impl Fn(usize) -> usize) -> Result<Page> {
-    Ok(match page {
-        Page::DataPage {
-            buf,
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-        } => Page::DataPage {
-            buf: inflated(&buf, 0, &expected)?,
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-        },
+fn decompressed(mut page: Page, expected: impl Fn(usize) -> usize) -> Result<Page> {
+    match &mut page {
+        Page::DataPage { buf, .. } | Page::DictionaryPage { buf, .. } => {
+            *buf = inflated(buf, 0, &expected)?;
+        }
         Page::DataPageV2 {
             buf,
-            num_values,
-            encoding,
-            num_nulls,
-            num_rows,
+            is_compressed: true,
             def_levels_byte_len,
             rep_levels_byte_len,
-            is_compressed,
-            statistics,
-        } => Page::DataPageV2 {
-            buf: match is_compressed {
-                true => {
-                    let levels = def_levels_byte_len as usize + rep_levels_byte_len as usize;
-                    inflated(&buf, levels, &expected)?
-                }
-                false => buf,
-            },
-            num_values,
-            encoding,
-            num_nulls,
-            num_rows,
-            def_levels_byte_len,
-            rep_levels_byte_len,
-            is_compressed,
-            statistics,
-        },
-        Page::DictionaryPage {
-            buf,
-            num_values,
-            encoding,
-            is_sorted,
-        } => Page::DictionaryPage {
-            buf: inflated(&buf, 0, &expected)?,
-            num_values,
-            encoding,
-            is_sorted,
-        },
-    })
+            ..
+        } => {
+            let levels = *def_levels_byte_len as usize + *rep_levels_byte_len as usize;
+            *buf = inflated(buf, levels, &expected)?;
+        }
+        Page::DataPageV2 { .. } => {}
+    }
+    Ok(page)
 }
 
 /// `buf`'s first `kept` bytes as they are, the rest decompressed after them (`expected`:
