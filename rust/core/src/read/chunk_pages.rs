@@ -11,8 +11,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder, RowGroups,
-    RowSelection, RowSelectionPolicy,
+    ArrowReaderMetadata, ParquetRecordBatchReader, RowGroups, RowSelection, RowSelectionPolicy,
 };
 use parquet::arrow::{parquet_to_arrow_field_levels, ProjectionMask};
 use parquet::basic::Compression;
@@ -23,6 +22,7 @@ use parquet::file::reader::ChunkReader;
 use parquet::file::serialized_reader::SerializedPageReader;
 
 use super::page_codec::zstd_into;
+use super::reader_builder;
 use crate::metadata::page_index::offset_index;
 
 /// A reader of `rows` (all when `None`) of row group `row_group` of `file`, `projection`
@@ -66,16 +66,10 @@ pub(super) fn runs_reader<F: ChunkReader + 'static>(
     if rows.as_ref().is_none_or(|rows| !reads_by_mask(rows)) {
         return reader(file, metadata, row_group, projection, batch_size, rows);
     }
-    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone())
-        .with_row_groups(vec![row_group])
-        .with_projection(projection)
-        .with_batch_size(batch_size)
-        .with_row_selection_policy(RowSelectionPolicy::Selectors);
-    match rows {
-        Some(rows) => builder.with_row_selection(rows),
-        None => builder,
-    }
-    .build()
+    let (metadata, policy) = (metadata.clone(), RowSelectionPolicy::Selectors);
+    reader_builder(file, metadata, row_group, projection, batch_size, rows)
+        .with_row_selection_policy(policy)
+        .build()
 }
 
 /// Whether the reader's default policy reads `rows` through a mask: when its runs of
@@ -333,6 +327,52 @@ mod tests {
                     assert!(ours.num_rows() > 0);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn scattered_rows_are_read_in_runs_all_the_same() {
+        let bytes = file(
+            WriterVersion::PARQUET_1_0,
+            Compression::ZSTD(ZstdLevel::default()),
+        );
+        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+        let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
+        // Every third row of the first 3,000: runs of one and two rows, which the reader's
+        // own policy would read through a mask. Then one run of whole pages, which it would
+        // not.
+        let scattered = RowSelection::from(
+            (0..1000)
+                .flat_map(|_| [RowSelector::select(1), RowSelector::skip(2)])
+                .chain([RowSelector::skip(17_000)])
+                .collect::<Vec<_>>(),
+        );
+        let paged = RowSelection::from(vec![
+            RowSelector::skip(5000),
+            RowSelector::select(3000),
+            RowSelector::skip(12_000),
+        ]);
+        assert!(reads_by_mask(&scattered));
+        assert!(!reads_by_mask(&paged));
+        for rows in [scattered, paged] {
+            let read = |runs: bool| {
+                let make = if runs { runs_reader } else { reader };
+                let batches = make(
+                    bytes.clone(),
+                    &meta,
+                    0,
+                    ProjectionMask::all(),
+                    1024,
+                    Some(rows.clone()),
+                )
+                .unwrap()
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .unwrap();
+                arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
+            };
+            let ids = read(true);
+            assert_eq!(ids.num_rows(), rows.row_count());
+            assert_eq!(ids, read(false));
         }
     }
 
