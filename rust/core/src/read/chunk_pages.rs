@@ -26,8 +26,12 @@ use super::reader_builder;
 use crate::metadata::page_index::offset_index;
 
 /// A reader of `rows` (all when `None`) of row group `row_group` of `file`, `projection`
-/// only, in batches of `batch_size` rows; the row selection strategy is the reader's own
-/// choice for how scattered the rows are.
+/// only, in batches of `batch_size` rows, the rows picked as `policy` says.
+///
+/// The record reader given these pages applies the crate's default policy. Where
+/// `policy` would pick the rows differently (runs of rows where the default takes a
+/// mask, which decodes every page of the rows it spans where runs leave pages holding no
+/// selected row unfetched), the crate's builder reads instead, with its own pages.
 pub(super) fn reader<F: ChunkReader + 'static>(
     file: F,
     metadata: &ArrowReaderMetadata,
@@ -35,7 +39,21 @@ pub(super) fn reader<F: ChunkReader + 'static>(
     projection: ProjectionMask,
     batch_size: usize,
     rows: Option<RowSelection>,
+    policy: RowSelectionPolicy,
 ) -> Result<ParquetRecordBatchReader> {
+    let default = RowSelectionPolicy::default();
+    if uses_mask(policy, rows.as_ref()) != uses_mask(default, rows.as_ref()) {
+        return reader_builder(
+            file,
+            metadata.clone(),
+            row_group,
+            projection,
+            batch_size,
+            rows,
+        )
+        .with_row_selection_policy(policy)
+        .build();
+    }
     let md = metadata.metadata();
     let descr = md.file_metadata().schema_descr();
     let levels =
@@ -51,40 +69,26 @@ pub(super) fn reader<F: ChunkReader + 'static>(
     ParquetRecordBatchReader::try_new_with_row_groups(&levels, &group, batch_size, rows)
 }
 
-/// [`reader`], reading the selected rows as runs of rows to read and to skip, never
-/// through a mask: a mask decodes every page of the rows it spans, where runs skip the
-/// pages holding no selected row unfetched. Where the reader would choose a mask (runs
-/// shorter on average than its threshold), the crate's own reader is made to use runs.
-pub(super) fn runs_reader<F: ChunkReader + 'static>(
-    file: F,
-    metadata: &ArrowReaderMetadata,
-    row_group: usize,
-    projection: ProjectionMask,
-    batch_size: usize,
-    rows: Option<RowSelection>,
-) -> Result<ParquetRecordBatchReader> {
-    if rows.as_ref().is_none_or(|rows| !reads_by_mask(rows)) {
-        return reader(file, metadata, row_group, projection, batch_size, rows);
-    }
-    let (metadata, policy) = (metadata.clone(), RowSelectionPolicy::Selectors);
-    reader_builder(file, metadata, row_group, projection, batch_size, rows)
-        .with_row_selection_policy(policy)
-        .build()
-}
-
-/// Whether the reader's default policy reads `rows` through a mask: when its runs of
-/// selected rows are shorter on average than the policy's threshold.
-fn reads_by_mask(rows: &RowSelection) -> bool {
-    let RowSelectionPolicy::Auto { threshold } = RowSelectionPolicy::default() else {
-        return matches!(RowSelectionPolicy::default(), RowSelectionPolicy::Mask);
+/// Whether the record reader, under `policy`, reads `rows` through a mask rather than as
+/// runs: never for all rows; for `Auto`, when the runs are shorter on average than its
+/// threshold (the crate's own rule).
+fn uses_mask(policy: RowSelectionPolicy, rows: Option<&RowSelection>) -> bool {
+    let Some(rows) = rows else {
+        return false;
     };
-    let (total, runs) = rows
-        .iter()
-        .filter(|s| s.row_count > 0)
-        .fold((0usize, 0usize), |(total, runs), s| {
-            (total + s.row_count, runs + 1)
-        });
-    runs == 0 || total < runs.saturating_mul(threshold)
+    match policy {
+        RowSelectionPolicy::Selectors => false,
+        RowSelectionPolicy::Mask => true,
+        RowSelectionPolicy::Auto { threshold } => {
+            let (total, runs) = rows
+                .iter()
+                .filter(|s| s.row_count > 0)
+                .fold((0usize, 0usize), |(total, runs), s| {
+                    (total + s.row_count, runs + 1)
+                });
+            runs == 0 || total < runs.saturating_mul(threshold)
+        }
+    }
 }
 
 /// The pages of leaf column `leaf` in row group `rg` of `file`.
@@ -303,6 +307,7 @@ mod tests {
                         ProjectionMask::all(),
                         1024,
                         rows.clone(),
+                        RowSelectionPolicy::default(),
                     )
                     .unwrap()
                     .collect::<std::result::Result<Vec<_>, _>>()
@@ -352,27 +357,29 @@ mod tests {
             RowSelector::select(3000),
             RowSelector::skip(12_000),
         ]);
-        assert!(reads_by_mask(&scattered));
-        assert!(!reads_by_mask(&paged));
+        let default = RowSelectionPolicy::default();
+        assert!(uses_mask(default, Some(&scattered)));
+        assert!(!uses_mask(default, Some(&paged)));
+        assert!(!uses_mask(default, None));
         for rows in [scattered, paged] {
-            let read = |runs: bool| {
-                let make = if runs { runs_reader } else { reader };
-                let batches = make(
+            let read = |policy: RowSelectionPolicy| {
+                let batches = reader(
                     bytes.clone(),
                     &meta,
                     0,
                     ProjectionMask::all(),
                     1024,
                     Some(rows.clone()),
+                    policy,
                 )
                 .unwrap()
                 .collect::<std::result::Result<Vec<_>, _>>()
                 .unwrap();
                 arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
             };
-            let ids = read(true);
+            let ids = read(RowSelectionPolicy::Selectors);
             assert_eq!(ids.num_rows(), rows.row_count());
-            assert_eq!(ids, read(false));
+            assert_eq!(ids, read(default));
         }
     }
 
@@ -398,6 +405,7 @@ mod tests {
             ProjectionMask::all(),
             1024,
             None,
+            RowSelectionPolicy::default(),
         )
         .unwrap()
         .collect::<std::result::Result<Vec<_>, _>>();

@@ -377,13 +377,14 @@ pub fn read_unit(
                     .map_err(|e| Error::from(e).in_file(&path))?
             };
             let reader = if filters.is_empty() {
-                chunk_pages::runs_reader(
+                chunk_pages::reader(
                     tracked,
                     &reader_metadata,
                     reader_rg,
                     projection,
                     shape.batch_size,
                     selection,
+                    RowSelectionPolicy::Selectors,
                 )
             } else {
                 let predicates: Vec<Box<dyn ArrowPredicate>> = filters

@@ -23,7 +23,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::{ArrowError, Schema};
 use arrow_select::concat::concat_batches;
 use arrow_select::filter::filter_record_batch;
-use parquet::arrow::arrow_reader::RowSelection;
+use parquet::arrow::arrow_reader::{RowSelection, RowSelectionPolicy};
 use parquet::arrow::ProjectionMask;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::ChunkReader;
@@ -247,6 +247,7 @@ fn read_rows<F: ChunkReader + Clone + 'static>(
         ProjectionMask::roots(&descr, roots.iter().copied()),
         unit.batch_size,
         selection.cloned(),
+        RowSelectionPolicy::default(),
     )?;
     let schema = arrow_array::RecordBatchReader::schema(&reader);
     let batches = reader.collect::<Result<Vec<_>, ArrowError>>()?;

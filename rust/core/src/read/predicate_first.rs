@@ -19,7 +19,9 @@ use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef};
 use arrow_select::coalesce::BatchCoalescer;
 use arrow_select::concat::{concat, concat_batches};
 use arrow_select::filter::filter_record_batch;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, RowSelection, RowSelectionPolicy,
+};
 use parquet::arrow::ProjectionMask;
 use parquet::basic::Type as PhysicalType;
 use parquet::file::metadata::PageIndexPolicy;
@@ -106,13 +108,14 @@ pub(super) fn predicate_pass<F: ChunkReader + Clone + 'static>(
         return Ok(matched);
     }
     let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
-    let filter_reader = chunk_pages::runs_reader(
+    let filter_reader = chunk_pages::reader(
         unit.file.clone(),
         &unit.metadata,
         unit.row_group,
         ProjectionMask::leaves(&descr, unit.predicate_leaves.iter().copied()),
         unit.batch_size,
         unit.selection.clone(),
+        RowSelectionPolicy::Selectors,
     )?;
     let filter_schema = filter_reader.schema();
     let kept_indexes: Vec<usize> = reused
@@ -285,6 +288,7 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
                 ProjectionMask::roots(&descr, others),
                 batch_rows,
                 Some(matched.selection(unit.selection.as_ref())),
+                RowSelectionPolicy::default(),
             )?;
             (Some(reader), batch_rows)
         }
