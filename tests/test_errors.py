@@ -247,6 +247,28 @@ def test_damaged_data_pages_fail_or_read_whole(data_dir: Path, seed: int) -> Non
             assert (scan.metrics()["column_groups_read"] > 0) == (threads == 8)
 
 
+@pytest.mark.parametrize("where", [None, '"k" >= 0'])
+def test_a_damaged_zstandard_frame_is_an_invalid_file(data_dir: Path, where: str | None) -> None:
+    """A data page whose Zstandard frame is damaged (pqindex decompresses Zstandard pages
+    itself, with a context per thread) raises InvalidFileError naming the file, read
+    unfiltered or through the predicate pass."""
+    path = data_dir / "zstd.parquet"
+    n = 50_000
+    table = pa.table({"k": pa.array(range(n), pa.int64()), "v": [f"v{i}" for i in range(n)]})
+    pq.write_table(table, path, compression="zstd", use_dictionary=False, data_page_size=64 << 10)
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    start, end = chunk.data_page_offset, chunk.data_page_offset + chunk.total_compressed_size
+    data = bytearray(path.read_bytes())
+    frames = [i for i in range(start, end - 4) if data[i : i + 4] == b"\x28\xb5\x2f\xfd"]
+    assert len(frames) > 1, frames
+    data[frames[1] : frames[1] + 4] = b"\x00" * 4
+    path.write_bytes(bytes(data))
+    pqindex.clear_metadata_cache()
+    with pytest.raises(pqindex.InvalidFileError, match="Zstandard") as info:
+        _read(path, where)
+    assert "zstd.parquet" in str(info.value)
+
+
 # --- predicates ----------------------------------------------------------------------------
 
 
