@@ -100,9 +100,16 @@ pub fn evaluate(pred: &Predicate, batch: &RecordBatch) -> Result<BooleanArray, A
             keys,
             negated,
         } => {
+            // The tuples are rows of the declared types: views are cast back to them.
             let arrays = cols
                 .iter()
-                .map(|c| column(batch, c))
+                .map(|c| {
+                    let array = column(batch, c)?;
+                    match array.data_type() == &c.data_type {
+                        true => Ok(array),
+                        false => arrow_cast::cast(&array, &c.data_type),
+                    }
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             let hits = keys.contains(&arrays)?;
             if *negated {
@@ -312,11 +319,22 @@ pub fn column(batch: &RecordBatch, col: &ColumnRef) -> Result<ArrayRef, ArrowErr
         array = arrow_cast::cast(&array, value_type)?;
     }
     // A table's file may store the column in a narrower type than the table declares
-    // (type widening): compare in the table's.
-    if array.data_type() != &col.data_type {
+    // (type widening): compare in the table's. Strings read as views compare as they are.
+    if !same_values(array.data_type(), &col.data_type) {
         array = arrow_cast::cast(&array, &col.data_type)?;
     }
     Ok(array)
+}
+
+/// Whether an array of type `read` holds the values of type `declared` as they are: the
+/// same type, or the view layout of the same strings or bytes.
+fn same_values(read: &DataType, declared: &DataType) -> bool {
+    use DataType::*;
+    read == declared
+        || matches!(
+            (read, declared),
+            (Utf8View, Utf8 | LargeUtf8) | (BinaryView, Binary | LargeBinary)
+        )
 }
 
 #[cfg(test)]
@@ -444,6 +462,72 @@ mod tests {
         check(Arc::new(StringArray::from(values.clone())));
         check(Arc::new(LargeStringArray::from(values.clone())));
         check(Arc::new(arrow_array::StringViewArray::from(values)));
+    }
+
+    #[test]
+    fn strings_and_bytes_read_as_views_test_as_their_declared_types() {
+        use crate::predicate::key_tuples::KeyTuples;
+        use crate::predicate::value_set::ValueList;
+        use arrow_array::{BinaryArray, BinaryViewArray, StringViewArray};
+        let words: Vec<Option<String>> = (0..100)
+            .map(|i| (i % 7 != 0).then(|| format!("a longer word than twelve {i}")))
+            .collect();
+        let bytes: Vec<Option<Vec<u8>>> = words
+            .iter()
+            .map(|w| w.as_ref().map(|w| w.as_bytes().to_vec()))
+            .collect();
+        let wanted = |i: i32| Value::Bytes(format!("a longer word than twelve {i}").into_bytes());
+        let few = ValueList::new((0..5).map(wanted).collect());
+        let many = ValueList::new((0..60).map(wanted).collect());
+        for (declared, plain, view) in [
+            (
+                DataType::Utf8,
+                Arc::new(StringArray::from(words.clone())) as ArrayRef,
+                Arc::new(StringViewArray::from(words.clone())) as ArrayRef,
+            ),
+            (
+                DataType::Binary,
+                Arc::new(BinaryArray::from_iter(bytes.clone())) as ArrayRef,
+                Arc::new(BinaryViewArray::from_iter(bytes.clone())) as ArrayRef,
+            ),
+        ] {
+            let c = col("s", declared.clone());
+            let keys =
+                KeyTuples::new(std::slice::from_ref(&declared), &[plain.slice(10, 5)]).unwrap();
+            let predicates = [
+                Predicate::Cmp {
+                    col: c.clone(),
+                    op: CmpOp::GtEq,
+                    value: wanted(50),
+                },
+                Predicate::InList {
+                    col: c.clone(),
+                    values: few.clone(),
+                    negated: false,
+                },
+                Predicate::InList {
+                    col: c.clone(),
+                    values: many.clone(),
+                    negated: true,
+                },
+                Predicate::IsNull {
+                    col: c.clone(),
+                    negated: false,
+                },
+                Predicate::InKeys {
+                    cols: vec![c.clone()],
+                    keys: Arc::new(keys),
+                    negated: false,
+                },
+            ];
+            for p in &predicates {
+                let expected = evaluate(p, &batch(plain.clone(), "s")).unwrap();
+                assert!(expected.true_count() > 0, "{p:?}");
+                assert_eq!(evaluate(p, &batch(view.clone(), "s")).unwrap(), expected);
+            }
+        }
+        assert!(same_values(&DataType::Utf8View, &DataType::Utf8));
+        assert!(!same_values(&DataType::Utf8View, &DataType::Binary));
     }
 
     #[test]

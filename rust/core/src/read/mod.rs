@@ -396,6 +396,14 @@ pub fn read_unit(
                         })) as Box<dyn ArrowPredicate>
                     })
                     .collect();
+                // Strings the filters test but the output does not hold are read as views.
+                let tested_only: Vec<usize> = predicate_leaves
+                    .iter()
+                    .map(|&leaf| schema_descr.get_column_root_idx(leaf))
+                    .filter(|r| !roots.contains(r))
+                    .collect();
+                let reader_metadata = predicate_first::viewed(&reader_metadata, &tested_only)
+                    .map_err(|e| e.in_file(&path))?;
                 reader_builder(
                     tracked,
                     reader_metadata,

@@ -108,9 +108,14 @@ pub(super) fn predicate_pass<F: ChunkReader + Clone + 'static>(
         return Ok(matched);
     }
     let descr = unit.metadata.metadata().file_metadata().schema_descr_ptr();
+    let predicate_roots: Vec<usize> = unit
+        .predicate_leaves
+        .iter()
+        .map(|&leaf| descr.get_column_root_idx(leaf))
+        .collect();
     let filter_reader = chunk_pages::reader(
         unit.file.clone(),
-        &unit.metadata,
+        &viewed(&unit.metadata, &predicate_roots)?,
         unit.row_group,
         ProjectionMask::leaves(&descr, unit.predicate_leaves.iter().copied()),
         unit.batch_size,
@@ -135,6 +140,13 @@ pub(super) fn predicate_pass<F: ChunkReader + Clone + 'static>(
         masks.push(mask);
     }
     let kept = concat_batches(&kept_schema, &kept)?;
+    // The kept strings go out in the file's own types.
+    let own_schema = unit_schema(unit.metadata.schema(), &kept_schema)?;
+    let kept = RecordBatch::try_new_with_options(
+        own_schema.clone(),
+        from_narrow(kept.columns(), own_schema.fields())?,
+        &RecordBatchOptions::new().with_row_count(Some(kept.num_rows())),
+    )?;
     let parts: Vec<&dyn Array> = masks.iter().map(|m| m as &dyn Array).collect();
     let mask = match parts.len() {
         0 => BooleanArray::from(Vec::<bool>::new()),
@@ -407,6 +419,28 @@ fn narrowed(metadata: &ArrowReaderMetadata, keyed: &[usize]) -> Result<ArrowRead
     Ok(retyped(metadata, narrow)?)
 }
 
+/// `metadata` with the string and binary columns among `roots` (top-level columns) read as
+/// views, for a predicate to test: a plain-encoded page then decodes into views of its own
+/// bytes, where a `Utf8` read copies every value and its offset into new buffers that the
+/// test reads once and drops. The rows kept for the output are cast back.
+pub(super) fn viewed(
+    metadata: &ArrowReaderMetadata,
+    roots: &[usize],
+) -> Result<ArrowReaderMetadata> {
+    let schema = metadata.schema();
+    let types: Vec<Option<DataType>> = (0..schema.fields().len())
+        .map(|i| match schema.field(i).data_type() {
+            DataType::Utf8 if roots.contains(&i) => Some(DataType::Utf8View),
+            DataType::Binary if roots.contains(&i) => Some(DataType::BinaryView),
+            _ => None,
+        })
+        .collect();
+    if types.iter().all(Option::is_none) {
+        return Ok(metadata.clone());
+    }
+    Ok(retyped(metadata, types)?)
+}
+
 /// `metadata` with each top-level column read in `types[i]` where that is set.
 pub(super) fn retyped(
     metadata: &ArrowReaderMetadata,
@@ -657,6 +691,90 @@ mod tests {
         assert_eq!(seen, expected);
         // 1,001 matching rows in batches of 4,096 decoded rows, gathered back together.
         assert_eq!(batches.len(), 1);
+    }
+
+    #[test]
+    fn strings_a_predicate_tests_come_out_in_their_own_types() {
+        use crate::metadata::MetadataCache;
+        use crate::query::scan::{Scan, ScanOptions};
+        use crate::testing::{int64s, strings, write_file, Layout};
+        use arrow_array::StringArray;
+
+        let dir = tempfile::tempdir().unwrap();
+        let rows = 20_000i64;
+        let word =
+            |k: i64| (k % 3 != 0).then(|| format!("a comment longer than a view {}", k % 89));
+        let path = write_file(
+            dir.path(),
+            "s.parquet",
+            vec![
+                ("k", int64s(0..rows)),
+                ("s", strings((0..rows).map(word))),
+                ("t", strings((0..rows).map(|k| Some(format!("t{k}"))))),
+            ],
+            Layout {
+                row_group_size: rows as usize,
+                page_rows: Some(1_000),
+                ..Default::default()
+            },
+        );
+        let expected: Vec<i64> = (0..rows)
+            .filter(|k| word(*k).is_some_and(|w| w.ends_with(" 7") || w.ends_with(" 70")))
+            .collect();
+        let cache = MetadataCache::new(1 << 24);
+        // With `s` in the output (the predicate pass keeps it) and without it (a row
+        // filter tests it), one and two threads.
+        for (columns, threads) in [
+            (vec!["k", "s", "t"], 1),
+            (vec!["k", "s"], 2),
+            (vec!["k", "t"], 1),
+        ] {
+            let opts = ScanOptions {
+                predicate: Some("s LIKE '%view 7' OR s = 'a comment longer than a view 70'".into()),
+                columns: Some(columns.iter().map(|c| c.to_string()).collect()),
+                batch_size: 4_096,
+                threads,
+                ..Default::default()
+            };
+            let scan = Scan::plan(
+                std::slice::from_ref(&path),
+                &opts,
+                &cache,
+                &Default::default(),
+            )
+            .unwrap();
+            let mut seen = Vec::new();
+            for batch in scan.stream() {
+                let batch = batch.unwrap();
+                for (f, name) in batch.schema().fields().iter().zip(&columns) {
+                    assert_eq!(f.name(), name);
+                    let own = if *name == "k" {
+                        DataType::Int64
+                    } else {
+                        DataType::Utf8
+                    };
+                    assert_eq!(f.data_type(), &own, "{columns:?}");
+                }
+                let k = batch
+                    .column(0)
+                    .as_primitive::<arrow_array::types::Int64Type>();
+                let other = batch
+                    .column(1)
+                    .as_any()
+                    .downcast_ref::<StringArray>()
+                    .unwrap();
+                for i in 0..batch.num_rows() {
+                    let key = k.value(i);
+                    let want = match columns[1] {
+                        "s" => word(key).unwrap(),
+                        _ => format!("t{key}"),
+                    };
+                    assert_eq!(other.value(i), want);
+                    seen.push(key);
+                }
+            }
+            assert_eq!(seen, expected, "{columns:?}");
+        }
     }
 
     #[test]
