@@ -269,6 +269,29 @@ def test_a_damaged_zstandard_frame_is_an_invalid_file(data_dir: Path, where: str
     assert "zstd.parquet" in str(info.value)
 
 
+@pytest.mark.parametrize("where", [None, '"k" >= 0'])
+def test_a_damaged_snappy_page_is_an_invalid_file(data_dir: Path, where: str | None) -> None:
+    """A data page whose Snappy stream is damaged (pqindex decompresses Snappy pages itself,
+    into reused buffers) raises InvalidFileError naming the file, read unfiltered or
+    through the predicate pass."""
+    path = data_dir / "snappy.parquet"
+    n = 50_000
+    table = pa.table({"k": pa.array(range(n), pa.int64()), "v": [f"v{i}" for i in range(n)]})
+    pq.write_table(table, path, compression="snappy", use_dictionary=False, data_page_size=64 << 10)
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    assert chunk.compression == "SNAPPY"
+    assert chunk.total_compressed_size > 4_000
+    # Inside the first page's stream, well past its header: copies reaching 4 GiB back.
+    at = chunk.data_page_offset + 1_000
+    data = bytearray(path.read_bytes())
+    data[at : at + 16] = b"\xff" * 16
+    path.write_bytes(bytes(data))
+    pqindex.clear_metadata_cache()
+    with pytest.raises(pqindex.InvalidFileError, match="Snappy") as info:
+        _read(path, where)
+    assert "snappy.parquet" in str(info.value)
+
+
 # --- predicates ----------------------------------------------------------------------------
 
 

@@ -1,11 +1,13 @@
-//! The pages of a column chunk for the arrow reader, Zstandard pages decompressed with the
-//! thread's context ([`super::page_codec`]).
+//! The pages of a column chunk for the arrow reader, Zstandard and Snappy pages
+//! decompressed here ([`super::page_codec`]) into buffers reused per thread
+//! ([`super::page_buffers`]).
 //!
 //! The crate's page reader finds, fetches and decodes the pages (with the offset index
-//! where there is one, so skipped pages are never fetched). A Zstandard chunk is described
-//! to it as uncompressed, so that it makes no codec, and its pages are decompressed here.
-//! Chunks of other codecs keep the crate's reader as it is: their codecs cost nothing to
-//! make. The record reader is given these pages through its [`RowGroups`] interface.
+//! where there is one, so skipped pages are never fetched). A Zstandard or Snappy chunk is
+//! described to it as uncompressed, so that it makes no codec (a Zstandard codec makes two
+//! contexts) and no zero-filled buffer for each page, and its pages are decompressed here.
+//! Chunks of other codecs keep the crate's reader as it is. The record reader is given
+//! these pages through its [`RowGroups`] interface.
 
 use std::sync::Arc;
 
@@ -21,7 +23,8 @@ use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use parquet::file::reader::ChunkReader;
 use parquet::file::serialized_reader::SerializedPageReader;
 
-use super::page_codec::zstd_into;
+use super::page_buffers;
+use super::page_codec::{snappy_into, snappy_len, zstd_into};
 use super::reader_builder;
 use crate::metadata::page_index::offset_index;
 
@@ -104,14 +107,15 @@ pub(super) fn page_reader<F: ChunkReader + 'static>(
     let locations = offset_index(md, rg, leaf).map(|o| o.page_locations().clone());
     let chunk = group.column(leaf);
     Ok(match chunk.compression() {
-        Compression::ZSTD(_) => {
+        codec @ (Compression::ZSTD(_) | Compression::SNAPPY) => {
             let bare = chunk
                 .clone()
                 .into_builder()
                 .set_compression(Compression::UNCOMPRESSED)
                 .build()?;
-            Box::new(ZstdPages {
+            Box::new(OwnPages {
                 pages: SerializedPageReader::new(file, &bare, rows, locations)?,
+                codec,
                 sizes: (
                     u64::try_from(chunk.uncompressed_size()).unwrap_or(0),
                     u64::try_from(chunk.compressed_size()).unwrap_or(0),
@@ -161,15 +165,17 @@ impl Iterator for OneChunk {
 
 impl PageIterator for OneChunk {}
 
-/// The crate's pages of a Zstandard chunk described as uncompressed, decompressed here.
-struct ZstdPages<F: ChunkReader> {
+/// The crate's pages of a Zstandard or Snappy chunk described as uncompressed,
+/// decompressed here.
+struct OwnPages<F: ChunkReader> {
     pages: SerializedPageReader<F>,
+    codec: Compression,
     /// The chunk's uncompressed and compressed sizes: a page is expected to decompress in
     /// the same ratio.
     sizes: (u64, u64),
 }
 
-impl<F: ChunkReader> Iterator for ZstdPages<F> {
+impl<F: ChunkReader> Iterator for OwnPages<F> {
     type Item = Result<Page>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -177,16 +183,16 @@ impl<F: ChunkReader> Iterator for ZstdPages<F> {
     }
 }
 
-impl<F: ChunkReader> PageReader for ZstdPages<F> {
+impl<F: ChunkReader> PageReader for OwnPages<F> {
     fn get_next_page(&mut self) -> Result<Option<Page>> {
-        let sizes = self.sizes;
+        let (codec, sizes) = (self.codec, self.sizes);
         let expected = |compressed: usize| {
             let (whole, packed) = sizes;
             ((compressed as u64).saturating_mul(whole) / packed.max(1)) as usize
         };
         self.pages
             .get_next_page()?
-            .map(|page| decompressed(page, expected))
+            .map(|page| decompressed(page, codec, expected))
             .transpose()
     }
 
@@ -205,10 +211,14 @@ impl<F: ChunkReader> PageReader for ZstdPages<F> {
 
 /// `page` with its body decompressed: all of it, but for a version 2 data page, whose
 /// levels come first uncompressed, and which may not be compressed at all.
-fn decompressed(mut page: Page, expected: impl Fn(usize) -> usize) -> Result<Page> {
+fn decompressed(
+    mut page: Page,
+    codec: Compression,
+    expected: impl Fn(usize) -> usize,
+) -> Result<Page> {
     match &mut page {
         Page::DataPage { buf, .. } | Page::DictionaryPage { buf, .. } => {
-            *buf = inflated(buf, 0, &expected)?;
+            *buf = inflated(buf, 0, codec, &expected)?;
         }
         Page::DataPageV2 {
             buf,
@@ -218,27 +228,56 @@ fn decompressed(mut page: Page, expected: impl Fn(usize) -> usize) -> Result<Pag
             ..
         } => {
             let levels = *def_levels_byte_len as usize + *rep_levels_byte_len as usize;
-            *buf = inflated(buf, levels, &expected)?;
+            *buf = inflated(buf, levels, codec, &expected)?;
         }
         Page::DataPageV2 { .. } => {}
     }
     Ok(page)
 }
 
-/// `buf`'s first `kept` bytes as they are, the rest decompressed after them (`expected`:
-/// the bytes a compressed length is expected to decompress to).
-fn inflated(buf: &Bytes, kept: usize, expected: impl Fn(usize) -> usize) -> Result<Bytes> {
+/// `buf`'s first `kept` bytes as they are, the rest decompressed with `codec` after them
+/// (`expected`: the bytes a compressed length is expected to decompress to), in a buffer
+/// of the thread's pool.
+fn inflated(
+    buf: &Bytes,
+    kept: usize,
+    codec: Compression,
+    expected: impl Fn(usize) -> usize,
+) -> Result<Bytes> {
     if kept > buf.len() {
         return Err(ParquetError::General(format!(
             "corrupt page: levels of {kept} bytes in a page of {}",
             buf.len()
         )));
     }
-    let mut out = Vec::with_capacity(kept);
-    out.extend_from_slice(&buf[..kept]);
-    let body = &buf[kept..];
-    zstd_into(body, &mut out, expected(body.len()))?;
-    Ok(Bytes::from(out))
+    let (levels, body) = buf.split_at(kept);
+    if codec == Compression::SNAPPY {
+        let size = kept + snappy_len(body)?;
+        let mut out = page_buffers::take(size);
+        // Only bytes never written before are zero-filled; a reused buffer has them.
+        if out.len() < size {
+            out.resize(size, 0);
+        }
+        out[..kept].copy_from_slice(levels);
+        let written = snappy_into(body, &mut out[kept..size]);
+        return match written {
+            Ok(()) => Ok(page_buffers::page(out, size)),
+            Err(e) => {
+                page_buffers::give_back(out);
+                Err(e)
+            }
+        };
+    }
+    let mut out = page_buffers::take(kept + expected(body.len()));
+    // The Zstandard stream writes into the spare capacity: nothing needs initialising.
+    out.clear();
+    out.extend_from_slice(levels);
+    if let Err(e) = zstd_into(body, &mut out, expected(body.len())) {
+        page_buffers::give_back(out);
+        return Err(e);
+    }
+    let size = out.len();
+    Ok(page_buffers::page(out, size))
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ mod dictionary;
 mod dictionary_probe;
 mod dictionary_strings;
 mod integer_columns;
+mod page_buffers;
 mod page_codec;
 pub mod page_guard;
 mod parallel_columns;

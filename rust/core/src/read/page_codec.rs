@@ -5,7 +5,9 @@
 //! Zstandard context asks the CPU whether it has BMI2 (`cpuid`), which a hypervisor may
 //! trap: on a virtual machine, reading one row of each of 2,000 small files spent a fifth
 //! of its time making contexts. A thread here keeps one codec of each kind it meets, and
-//! one Zstandard decompression context.
+//! one Zstandard decompression context. Snappy needs no context; its pages are
+//! decompressed here so that they can be written into reused buffers
+//! ([`super::page_buffers`]).
 
 use std::cell::RefCell;
 
@@ -115,6 +117,40 @@ pub(super) fn zstd_into(body: &[u8], out: &mut Vec<u8>, expected: usize) -> Resu
     })
 }
 
+/// The size a raw Snappy `body` declares it decompresses to, refused where it passes what
+/// `body` can hold or [`MAX_PAGE_BYTES`]: the page guard's bounds on a page header.
+pub(super) fn snappy_len(body: &[u8]) -> Result<usize> {
+    let size = snap::raw::decompress_len(body)
+        .map_err(|e| ParquetError::General(format!("corrupt Snappy page: {e}")))?;
+    let (ratio, framing) = expansion(Compression::SNAPPY).unwrap_or((1, 0));
+    let most = (body.len() as u64)
+        .saturating_mul(ratio as u64)
+        .saturating_add(framing as u64)
+        .min(MAX_PAGE_BYTES as u64);
+    if size as u64 > most {
+        return Err(ParquetError::General(format!(
+            "a Snappy page declares {size} bytes, more than its {} bytes can hold or a page \
+             may take ({MAX_PAGE_BYTES} bytes)",
+            body.len()
+        )));
+    }
+    Ok(size)
+}
+
+/// Decompress the raw Snappy `body` into all of `out`, which [`snappy_len`] sized.
+pub(super) fn snappy_into(body: &[u8], out: &mut [u8]) -> Result<()> {
+    let written = snap::raw::Decoder::new()
+        .decompress(body, out)
+        .map_err(|e| ParquetError::General(format!("corrupt Snappy page: {e}")))?;
+    if written != out.len() {
+        return Err(ParquetError::General(format!(
+            "corrupt Snappy page: {written} bytes written of {}",
+            out.len()
+        )));
+    }
+    Ok(())
+}
+
 fn too_large() -> ParquetError {
     ParquetError::General(format!(
         "a Zstandard page decompresses to more than its bytes can hold or a page may take \
@@ -179,6 +215,40 @@ mod tests {
         let mut out = Vec::new();
         zstd_into(&body, &mut out, 1000).unwrap();
         assert_eq!(out, data);
+    }
+
+    #[test]
+    fn snappy_pages_decompress_and_damaged_ones_are_errors() {
+        let data: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| (i % 13).to_le_bytes())
+            .collect();
+        let body = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+        let size = snappy_len(&body).unwrap();
+        assert_eq!(size, data.len());
+        let mut out = vec![0xff; size];
+        snappy_into(&body, &mut out).unwrap();
+        assert_eq!(out, data);
+
+        // Cut short: the copy or literal it ends in reaches past the input.
+        let cut = &body[..body.len() / 2];
+        let err = snappy_into(cut, &mut vec![0; size]).unwrap_err();
+        assert!(err.to_string().contains("corrupt Snappy page"), "{err}");
+        // Room for more than the stream writes.
+        assert!(snappy_into(&body, &mut vec![0; size + 1]).is_err());
+        // A preamble declaring 1 GiB, and 100 kB from ten bytes: more than they can hold.
+        for declared in [1u64 << 30, 100_000] {
+            let mut hostile = Vec::new();
+            let mut v = declared;
+            while v >= 0x80 {
+                hostile.push((v as u8) | 0x80);
+                v >>= 7;
+            }
+            hostile.push(v as u8);
+            hostile.resize(10, 0);
+            let err = snappy_len(&hostile).unwrap_err();
+            assert!(err.to_string().contains("more than"), "{err}");
+        }
+        assert!(snappy_len(&[0xff; 12]).is_err());
     }
 
     #[test]
