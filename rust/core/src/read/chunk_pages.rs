@@ -251,6 +251,10 @@ fn inflated(
         )));
     }
     let (levels, body) = buf.split_at(kept);
+    // Values of no bytes (a page of NULLs only), which a writer may leave uncompressed.
+    if body.is_empty() {
+        return Ok(buf.clone());
+    }
     if codec == Compression::SNAPPY {
         let size = kept + snappy_len(body)?;
         let mut out = page_buffers::take(size);
@@ -419,6 +423,26 @@ mod tests {
             let ids = read(RowSelectionPolicy::Selectors);
             assert_eq!(ids.num_rows(), rows.row_count());
             assert_eq!(ids, read(default));
+        }
+    }
+
+    #[test]
+    fn levels_stay_before_the_values_and_values_of_no_bytes_need_no_codec() {
+        let expected = |n: usize| n * 3;
+        let zstd = Compression::ZSTD(ZstdLevel::default());
+        for codec in [Compression::SNAPPY, zstd] {
+            let levels = Bytes::from_static(b"levels");
+            assert_eq!(inflated(&levels, 6, codec, expected).unwrap(), levels);
+            let values = b"values values values values".repeat(100);
+            let body = match codec {
+                Compression::SNAPPY => snap::raw::Encoder::new().compress_vec(&values).unwrap(),
+                _ => zstd::bulk::compress(&values, 3).unwrap(),
+            };
+            let page = Bytes::from([&b"levels"[..], &body].concat());
+            let out = inflated(&page, 6, codec, expected).unwrap();
+            assert_eq!(&out[..6], b"levels");
+            assert_eq!(&out[6..], &values[..]);
+            assert!(inflated(&page, page.len() + 1, codec, expected).is_err());
         }
     }
 
