@@ -105,9 +105,14 @@ pub fn plan(path: &str, predicate: &str) -> Scan {
         columns: Some(vec![first]),
         ..opts
     };
+    planned(path, &opts)
+}
+
+/// Plan a scan of `path` with `opts`, with a fresh cache.
+pub fn planned(path: &str, opts: &ScanOptions) -> Scan {
     Scan::plan(
         &[path.to_string()],
-        &opts,
+        opts,
         &MetadataCache::new(1 << 24),
         &AtomicBool::new(false),
     )

@@ -598,8 +598,8 @@ mod tests {
     #[test]
     fn scattered_strings_bytes_and_decimals_come_back_in_their_own_types() {
         use crate::metadata::MetadataCache;
-        use crate::query::scan::{Scan, ScanOptions};
-        use crate::testing::{int64s, strings, write_file, Layout};
+        use crate::query::scan::ScanOptions;
+        use crate::testing::{int64s, planned, strings, write_file, Layout};
         use arrow_array::{BinaryArray, Decimal128Array, StringArray};
 
         let dir = tempfile::tempdir().unwrap();
@@ -648,14 +648,7 @@ mod tests {
             threads: 1,
             ..Default::default()
         };
-        let cache = MetadataCache::new(1 << 24);
-        let scan = Scan::plan(
-            std::slice::from_ref(&path),
-            &opts,
-            &cache,
-            &Default::default(),
-        )
-        .unwrap();
+        let scan = planned(&path, &opts);
         let batches: Vec<RecordBatch> = scan.stream().collect::<Result<_, _>>().unwrap();
         let expected: Vec<i64> = (0..rows).filter(|k| k % 50 == 7 || *k == 49_999).collect();
         let mut seen = Vec::new();
@@ -695,10 +688,8 @@ mod tests {
 
     #[test]
     fn strings_a_predicate_tests_come_out_in_their_own_types() {
-        use crate::metadata::MetadataCache;
-        use crate::query::scan::{Scan, ScanOptions};
-        use crate::testing::{int64s, strings, write_file, Layout};
-        use arrow_array::StringArray;
+        use crate::query::scan::ScanOptions;
+        use crate::testing::{int64s, planned, strings, write_file, Layout};
 
         let dir = tempfile::tempdir().unwrap();
         let rows = 20_000i64;
@@ -721,7 +712,6 @@ mod tests {
         let expected: Vec<i64> = (0..rows)
             .filter(|k| word(*k).is_some_and(|w| w.ends_with(" 7") || w.ends_with(" 70")))
             .collect();
-        let cache = MetadataCache::new(1 << 24);
         // With `s` in the output (the predicate pass keeps it) and without it (a row
         // filter tests it), one and two threads.
         for (columns, threads) in [
@@ -736,13 +726,7 @@ mod tests {
                 threads,
                 ..Default::default()
             };
-            let scan = Scan::plan(
-                std::slice::from_ref(&path),
-                &opts,
-                &cache,
-                &Default::default(),
-            )
-            .unwrap();
+            let scan = planned(&path, &opts);
             let mut seen = Vec::new();
             for batch in scan.stream() {
                 let batch = batch.unwrap();
@@ -755,14 +739,8 @@ mod tests {
                     };
                     assert_eq!(f.data_type(), &own, "{columns:?}");
                 }
-                let k = batch
-                    .column(0)
-                    .as_primitive::<arrow_array::types::Int64Type>();
-                let other = batch
-                    .column(1)
-                    .as_any()
-                    .downcast_ref::<StringArray>()
-                    .unwrap();
+                let (k, other) = (batch.column(0), batch.column(1).as_string::<i32>());
+                let k = k.as_primitive::<arrow_array::types::Int64Type>();
                 for i in 0..batch.num_rows() {
                     let key = k.value(i);
                     let want = match columns[1] {
