@@ -16,7 +16,7 @@ use parquet::compression::{create_codec, Codec, CodecOptionsBuilder};
 use parquet::errors::{ParquetError, Result};
 use zstd::zstd_safe::{self, DCtx, InBuffer, OutBuffer, ResetDirective};
 
-use super::page_guard::{expansion, MAX_PAGE_BYTES};
+use super::page_guard::{most_uncompressed, MAX_PAGE_BYTES};
 
 thread_local! {
     /// Codecs of the compressions met so far on this thread.
@@ -68,11 +68,7 @@ pub(super) fn zstd_into(body: &[u8], out: &mut Vec<u8>, expected: usize) -> Resu
             ))
         };
         dctx.reset(ResetDirective::SessionOnly).map_err(failed)?;
-        let (ratio, framing) = expansion(Compression::ZSTD(Default::default())).unwrap_or((1, 0));
-        let most = (body.len() as u64)
-            .saturating_mul(ratio as u64)
-            .saturating_add(framing as u64)
-            .min(MAX_PAGE_BYTES as u64) as usize;
+        let most = page_limit(Compression::ZSTD(Default::default()), body.len());
         let limit = out.len().saturating_add(most);
         let mut input = InBuffer::around(body);
         while input.pos() < body.len() {
@@ -122,12 +118,7 @@ pub(super) fn zstd_into(body: &[u8], out: &mut Vec<u8>, expected: usize) -> Resu
 pub(super) fn snappy_len(body: &[u8]) -> Result<usize> {
     let size = snap::raw::decompress_len(body)
         .map_err(|e| ParquetError::General(format!("corrupt Snappy page: {e}")))?;
-    let (ratio, framing) = expansion(Compression::SNAPPY).unwrap_or((1, 0));
-    let most = (body.len() as u64)
-        .saturating_mul(ratio as u64)
-        .saturating_add(framing as u64)
-        .min(MAX_PAGE_BYTES as u64);
-    if size as u64 > most {
+    if size > page_limit(Compression::SNAPPY, body.len()) {
         return Err(ParquetError::General(format!(
             "a Snappy page declares {size} bytes, more than its {} bytes can hold or a page \
              may take ({MAX_PAGE_BYTES} bytes)",
@@ -149,6 +140,14 @@ pub(super) fn snappy_into(body: &[u8], out: &mut [u8]) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Most bytes a page of `compressed` bytes of `codec` may decompress to: what its bytes
+/// can hold, and at most [`MAX_PAGE_BYTES`] (the page guard's bounds on a header).
+fn page_limit(codec: Compression, compressed: usize) -> usize {
+    let compressed = i64::try_from(compressed).unwrap_or(i64::MAX);
+    let most = most_uncompressed(codec, compressed).unwrap_or(i64::MAX);
+    usize::try_from(most.min(MAX_PAGE_BYTES)).unwrap_or(0)
 }
 
 fn too_large() -> ParquetError {

@@ -33,8 +33,15 @@ pub const MAX_HEADER_BYTES: u64 = 16 << 20;
 /// index); a longer header is read again whole, up to [`MAX_HEADER_BYTES`].
 pub const HEADER_WINDOW: u64 = 64 << 10;
 
+/// Most bytes `compressed` bytes of `codec` can decompress to; `None` for a codec of no
+/// fixed bound.
+pub(super) fn most_uncompressed(codec: Compression, compressed: i64) -> Option<i64> {
+    expansion(codec)
+        .map(|(ratio, framing)| compressed.saturating_mul(ratio).saturating_add(framing))
+}
+
 /// Most bytes one byte of `codec`'s output can stand for, and a constant for its framing.
-pub(super) fn expansion(codec: Compression) -> Option<(i64, i64)> {
+fn expansion(codec: Compression) -> Option<(i64, i64)> {
     match codec {
         // A two-byte-offset copy: 3 bytes for up to 64.
         Compression::SNAPPY => Some((22, 64)),
@@ -182,8 +189,7 @@ fn check_sizes(chunk: &Chunk, offset: u64, s: &PageSizes) -> Result<(), String> 
     let v2_plain = s.v2_levels.is_some() && !s.v2_compressed;
     let decompressed = chunk.codec != Compression::UNCOMPRESSED && !v2_plain;
     if decompressed {
-        if let Some((ratio, framing)) = expansion(chunk.codec) {
-            let most = s.compressed.saturating_mul(ratio).saturating_add(framing);
+        if let Some(most) = most_uncompressed(chunk.codec, s.compressed) {
             if s.uncompressed > most {
                 return Err(format!(
                     "it declares {} bytes uncompressed, more than {} bytes of {} can hold",
