@@ -255,6 +255,7 @@ fn inflated(
     if body.is_empty() {
         return Ok(buf.clone());
     }
+    // A buffer of a page that fails to decompress is freed, not kept.
     if codec == Compression::SNAPPY {
         let size = kept + snappy_len(body)?;
         let mut out = page_buffers::take(size);
@@ -263,23 +264,15 @@ fn inflated(
             out.resize(size, 0);
         }
         out[..kept].copy_from_slice(levels);
-        let written = snappy_into(body, &mut out[kept..size]);
-        return match written {
-            Ok(()) => Ok(page_buffers::page(out, size)),
-            Err(e) => {
-                page_buffers::give_back(out);
-                Err(e)
-            }
-        };
+        snappy_into(body, &mut out[kept..size])?;
+        return Ok(page_buffers::page(out, size));
     }
-    let mut out = page_buffers::take(kept + expected(body.len()));
+    let expected = expected(body.len());
+    let mut out = page_buffers::take(kept + expected);
     // The Zstandard stream writes into the spare capacity: nothing needs initialising.
     out.clear();
     out.extend_from_slice(levels);
-    if let Err(e) = zstd_into(body, &mut out, expected(body.len())) {
-        page_buffers::give_back(out);
-        return Err(e);
-    }
+    zstd_into(body, &mut out, expected)?;
     let size = out.len();
     Ok(page_buffers::page(out, size))
 }

@@ -13,6 +13,9 @@ use bytes::Bytes;
 /// Most bytes a thread keeps in buffers not in use.
 const POOL_BYTES: usize = 16 << 20;
 
+/// Most buffers a thread keeps: each page looks through them for the smallest that fits.
+const POOL_BUFFERS: usize = 64;
+
 /// Buffers larger than this are not kept: a page this large is rare, and a pool of them
 /// would hold much memory for little.
 const LARGEST_KEPT: usize = 4 << 20;
@@ -86,7 +89,7 @@ impl Drop for Kept {
 
 /// Keep `buffer` for this thread's next page, if the thread decompresses and its pool has
 /// room; free it otherwise.
-pub(super) fn give_back(buffer: Vec<u8>) {
+fn give_back(buffer: Vec<u8>) {
     let size = buffer.capacity();
     if size == 0 || size > LARGEST_KEPT {
         return;
@@ -99,9 +102,9 @@ pub(super) fn give_back(buffer: Vec<u8>) {
         let Some(pool) = pool.as_mut() else {
             return;
         };
-        // Smaller buffers make room for a larger one: a page fits in a larger buffer, not
-        // the other way round.
-        while pool.bytes + size > POOL_BYTES {
+        // Smaller buffers make room for a larger one (a page fits in a larger buffer, not
+        // the other way round); an equal one is not kept.
+        while pool.bytes + size > POOL_BYTES || pool.buffers.len() >= POOL_BUFFERS {
             let smallest = (0..pool.buffers.len()).min_by_key(|&i| pool.buffers[i].capacity());
             match smallest {
                 Some(i) if pool.buffers[i].capacity() < size => {
@@ -178,6 +181,22 @@ mod tests {
             }
             // The small buffer made room for a large one; then the pool was full.
             assert_eq!(kept(), (POOL_BYTES / LARGEST_KEPT, POOL_BYTES));
+        })
+        .join()
+        .unwrap();
+        std::thread::spawn(|| {
+            drop(take(1));
+            for size in 1..=(POOL_BUFFERS + 10) {
+                give_back(Vec::with_capacity(size * 100));
+            }
+            // At most so many buffers, the largest kept.
+            let smallest = POOL.with(|p| {
+                let p = p.borrow();
+                let p = p.as_ref().unwrap();
+                p.buffers.iter().map(Vec::capacity).min()
+            });
+            assert_eq!(kept().0, POOL_BUFFERS);
+            assert_eq!(smallest, Some(1100));
         })
         .join()
         .unwrap();
