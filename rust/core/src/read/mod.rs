@@ -11,6 +11,7 @@
 mod adapt;
 mod chunk_pages;
 mod dictionary;
+mod dictionary_prefix;
 mod dictionary_probe;
 mod dictionary_strings;
 mod integer_columns;
@@ -20,6 +21,7 @@ pub mod page_guard;
 mod parallel_columns;
 mod predicate_first;
 pub mod shared_pages;
+mod snappy_prefix;
 pub mod split;
 
 use std::collections::HashSet;

@@ -113,6 +113,40 @@ pub(super) fn zstd_into(body: &[u8], out: &mut Vec<u8>, expected: usize) -> Resu
     })
 }
 
+/// Fill all of `out` with the start of what the Zstandard frames of `body` decompress
+/// to, decompressing no further.
+pub(super) fn zstd_prefix(body: &[u8], out: &mut [u8]) -> Result<()> {
+    ZSTD.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        let dctx = slot.get_or_insert_with(DCtx::create);
+        let failed = |why: &str| ParquetError::General(format!("corrupt Zstandard page: {why}"));
+        dctx.reset(ResetDirective::SessionOnly)
+            .map_err(|code| failed(zstd_safe::get_error_name(code)))?;
+        let want = out.len();
+        let mut input = InBuffer::around(body);
+        let mut output = OutBuffer::around(out);
+        while output.pos() < want {
+            let (read, written) = (input.pos(), output.pos());
+            dctx.decompress_stream(&mut output, &mut input)
+                .map_err(|code| failed(zstd_safe::get_error_name(code)))?;
+            if input.pos() == read && output.pos() == written {
+                return Err(failed("the frames end before the bytes wanted"));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The size the Zstandard frame `body` declares it decompresses to, if it declares one
+/// and holds no other frame.
+pub(super) fn zstd_declared(body: &[u8]) -> Option<usize> {
+    let size = zstd_safe::get_frame_content_size(body).ok()??;
+    let frame = zstd_safe::find_frame_compressed_size(body).ok()?;
+    (frame == body.len())
+        .then(|| usize::try_from(size).ok())
+        .flatten()
+}
+
 /// The size a raw Snappy `body` declares it decompresses to, refused where it passes what
 /// `body` can hold or [`MAX_PAGE_BYTES`]: the page guard's bounds on a page header.
 pub(super) fn snappy_len(body: &[u8]) -> Result<usize> {
@@ -144,7 +178,7 @@ pub(super) fn snappy_into(body: &[u8], out: &mut [u8]) -> Result<()> {
 
 /// Most bytes a page of `compressed` bytes of `codec` may decompress to: what its bytes
 /// can hold, and at most [`MAX_PAGE_BYTES`] (the page guard's bounds on a header).
-fn page_limit(codec: Compression, compressed: usize) -> usize {
+pub(super) fn page_limit(codec: Compression, compressed: usize) -> usize {
     let compressed = i64::try_from(compressed).unwrap_or(i64::MAX);
     let most = most_uncompressed(codec, compressed).unwrap_or(i64::MAX);
     usize::try_from(most.min(MAX_PAGE_BYTES)).unwrap_or(0)
@@ -202,6 +236,34 @@ mod tests {
         let mut out = Vec::new();
         zstd_into(&body, &mut out, 1000).unwrap();
         assert_eq!(out, data);
+    }
+
+    #[test]
+    fn the_start_of_frames_decompresses_alone() {
+        let data: Vec<u8> = (0..300_000u32)
+            .flat_map(|i| (i / 3).to_le_bytes())
+            .collect();
+        for with_size in [true, false] {
+            let body = frame(&data, with_size);
+            for n in [0, 1, 4096, 131_072, 131_073, data.len()] {
+                let mut out = vec![0xaa; n];
+                zstd_prefix(&body, &mut out).unwrap();
+                assert_eq!(out, data[..n], "{n} with_size {with_size}");
+            }
+            // More than the frames hold, and a cut frame, are errors; the context
+            // recovers after.
+            assert!(zstd_prefix(&body, &mut vec![0; data.len() + 1]).is_err());
+            assert!(zstd_prefix(&body[..body.len() / 3], &mut vec![0; data.len()]).is_err());
+            let mut out = vec![0; 10];
+            zstd_prefix(&body, &mut out).unwrap();
+            assert_eq!(out, data[..10]);
+        }
+        // The start of a second frame.
+        let mut body = frame(&data[..1000], true);
+        body.extend(frame(&data[1000..], false));
+        let mut out = vec![0; 5000];
+        zstd_prefix(&body, &mut out).unwrap();
+        assert_eq!(out, data[..5000]);
     }
 
     #[test]

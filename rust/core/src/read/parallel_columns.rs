@@ -25,16 +25,19 @@ use arrow_select::concat::concat_batches;
 use arrow_select::filter::filter_record_batch;
 use parquet::arrow::arrow_reader::{RowSelection, RowSelectionPolicy};
 use parquet::arrow::ProjectionMask;
+use parquet::basic::Compression;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::ChunkReader;
 
 use crate::error::{panic_message, Result};
+use crate::metadata::page_index::{dictionary_range, offset_index, page_boundaries};
 use crate::metadata::schema::leaves_by_root;
 use crate::plan::Metrics;
 use crate::plan::RowRanges;
 use crate::read::byte_ranges;
 use crate::read::chunk_pages;
 use crate::read::dictionary::selected_pages;
+use crate::read::dictionary_prefix::{cuttable, MAX_PAGES};
 use crate::read::predicate_first::{mismatch, predicate_pass, slices, Batches, Matched, Unit};
 use crate::threads;
 
@@ -73,6 +76,60 @@ impl Selected<'_> {
             .iter()
             .map(|r| r.end - r.start)
             .sum()
+    }
+
+    /// Bytes the predicate pass of `leaves` decompresses: their selected pages, and their
+    /// dictionaries but for what a read of a few pages leaves out of them.
+    fn pass_bytes(&self, leaves: &[usize]) -> u64 {
+        leaves
+            .iter()
+            .map(|leaf| {
+                self.bytes(&[*leaf])
+                    .saturating_sub(self.dictionary_left_out(*leaf))
+            })
+            .sum()
+    }
+
+    /// Of `leaf`'s dictionary page, the bytes a read of a few pages is expected to leave
+    /// out (`super::dictionary_prefix`): on a column whose pages are in order, the pages
+    /// up to the last selected one use about their share of it, the rest is left out.
+    /// Elsewhere nothing is expected.
+    fn dictionary_left_out(&self, leaf: usize) -> u64 {
+        let (md, rg) = (self.md, self.row_group);
+        let chunk = md.row_group(rg).column(leaf);
+        let in_order = md
+            .column_index()
+            .and_then(|c| c.get(rg))
+            .and_then(|c| c.get(leaf))
+            .is_some_and(|c| c.is_sorted());
+        let codec = matches!(
+            chunk.compression(),
+            Compression::SNAPPY | Compression::ZSTD(_)
+        );
+        let (Some(dictionary), Some(oi)) =
+            (dictionary_range(md, rg, leaf), offset_index(md, rg, leaf))
+        else {
+            return 0;
+        };
+        if !in_order || !codec || !cuttable(chunk.column_descr()) {
+            return 0;
+        }
+        let bounds = page_boundaries(oi, self.rows);
+        let pages = oi.page_locations().len();
+        let mut selected = (0..pages).filter(|&i| {
+            self.ranges
+                .overlaps(&(bounds[i]..bounds[i + 1].max(bounds[i])))
+        });
+        let (Some(first), last) = (selected.next(), selected.next_back()) else {
+            return 0;
+        };
+        let last = last.unwrap_or(first);
+        let span = last + 1 - first;
+        if span > MAX_PAGES || span >= pages {
+            return 0;
+        }
+        let len = dictionary.end - dictionary.start;
+        len - len * (last as u64 + 1) / pages as u64
     }
 
     /// Whether each of `leaves` has one selected page at most.
@@ -120,7 +177,11 @@ pub(super) fn shares(
             .collect();
         (own, spare)
     };
-    let (mut own, mut spare) = split(if early { at.bytes(predicate_leaves) } else { 0 });
+    let (mut own, mut spare) = split(if early {
+        at.pass_bytes(predicate_leaves)
+    } else {
+        0
+    });
     // Spare threads that all wait start with the unit's own thread: no pass to count.
     if early && !spare.iter().any(|s| s.early) {
         (own, spare) = split(0);
@@ -352,6 +413,61 @@ mod tests {
         let alone = shares(&at, &[5], &roots, 1);
         assert_eq!((alone.own, alone.spare.len()), (roots.clone(), 0));
         assert!(shares(&at, &[5], &[], 2).spare.is_empty());
+    }
+
+    #[test]
+    fn a_pass_over_the_first_pages_of_a_sorted_key_counts_little_of_its_dictionary() {
+        let n = 60_000i64;
+        let batch = RecordBatch::try_from_iter([
+            (
+                "sorted",
+                Arc::new(Int64Array::from_iter_values(0..n)) as ArrayRef,
+            ),
+            (
+                "random",
+                Arc::new(Int64Array::from_iter_values((0..n).map(|i| i * 7_919 % n))),
+            ),
+        ])
+        .unwrap();
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_dictionary_page_size_limit(1 << 20)
+            .set_data_page_row_count_limit(1000)
+            .set_write_batch_size(1000)
+            .build();
+        let mut out = Vec::new();
+        let mut w =
+            parquet::arrow::ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        let md = ParquetMetaDataReader::new()
+            .with_page_index_policy(PageIndexPolicy::Required)
+            .parse_and_finish(&bytes::Bytes::from(out))
+            .unwrap();
+        let rows = n as u64;
+        let at = |ranges: &RowRanges, leaf: usize| {
+            let at = Selected {
+                md: &md,
+                row_group: 0,
+                ranges,
+                rows,
+            };
+            (at.pass_bytes(&[leaf]), at.bytes(&[leaf]))
+        };
+        let dictionary = |leaf| {
+            let r = dictionary_range(&md, 0, leaf).unwrap();
+            r.end - r.start
+        };
+        let first = RowRanges::from_ranges(std::iter::once(0..1000));
+        let (pass, whole) = at(&first, 0);
+        assert!(dictionary(0) > 100_000);
+        assert_eq!(whole - pass, dictionary(0) - dictionary(0) / 60);
+        // Keys out of order, or every page: the whole dictionary.
+        let (pass, whole) = at(&first, 1);
+        assert_eq!(pass, whole);
+        let all = RowRanges::full(rows);
+        let (pass, whole) = at(&all, 0);
+        assert_eq!(pass, whole);
     }
 
     #[test]

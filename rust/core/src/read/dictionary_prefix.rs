@@ -1,0 +1,268 @@
+//! Decoding only the dictionary entries a read's pages use.
+//!
+//! A writer adds a value to a chunk's dictionary when it first meets it, so on a column
+//! sorted or clustered by its values the pages at the start of a chunk use only the
+//! dictionary's first entries. A lookup on such a column reads a page or two, yet would
+//! decompress and decode the whole dictionary page (up to 1 MiB on Spark's files) for a
+//! few thousand entries. When the pages a read may use are few, they are decompressed
+//! first ([`super::chunk_pages`]); the largest key they hold says how many entries they
+//! use, and only those are decompressed and handed to the reader as the dictionary.
+//!
+//! Entries of fixed width end at `k × width`; byte arrays are walked by their lengths,
+//! in a start decompressed to a guess from their mean size (all of it when the guess
+//! falls short, or when a Zstandard frame does not declare its size). The start of a
+//! page decompresses alone: Snappy's with [`super::snappy_prefix`], Zstandard's by
+//! stopping its stream.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::RowSelection;
+use parquet::basic::{Encoding, Type};
+use parquet::column::page::Page;
+use parquet::encodings::rle::RleDecoder;
+use parquet::errors::{ParquetError, Result};
+use parquet::file::page_index::offset_index::PageLocation;
+use parquet::schema::types::ColumnDescriptor;
+
+/// Most pages a read may use for its dictionary to be cut: each is decompressed before
+/// the dictionary and held until the reader asks for it.
+pub(super) const MAX_PAGES: usize = 8;
+
+/// Dictionaries smaller than this (decompressed) are decompressed whole.
+pub(super) const MIN_BYTES: usize = 64 << 10;
+
+/// The data pages (by position in the offset index `locations`) that a read of
+/// `selection` of a chunk of `rows` rows may decode: from the first page holding a
+/// selected row to the last, as a reader selecting rows by a mask decodes every page
+/// between. `None` when the read is of every row or spans more than [`MAX_PAGES`] pages.
+pub(super) fn pages_read(
+    locations: &[PageLocation],
+    rows: u64,
+    selection: Option<&RowSelection>,
+) -> Option<Range<usize>> {
+    let selection = selection?;
+    let (mut at, mut first, mut last) = (0u64, None, None);
+    for s in selection.iter() {
+        let end = at.saturating_add(s.row_count as u64);
+        if !s.skip && s.row_count > 0 {
+            first.get_or_insert(at);
+            last = Some(end - 1);
+        }
+        at = end;
+    }
+    let (first, last) = (first?, last?);
+    let page_of = |row: u64| {
+        locations
+            .partition_point(|p| u64::try_from(p.first_row_index).unwrap_or(0) <= row)
+            .checked_sub(1)
+    };
+    let pages = page_of(first)?..page_of(last.min(rows.saturating_sub(1)))? + 1;
+    (pages.len() <= MAX_PAGES && pages.len() < locations.len()).then_some(pages)
+}
+
+/// Whether a dictionary of `column` can be cut: all but booleans, which have none.
+pub(super) fn cuttable(column: &ColumnDescriptor) -> bool {
+    column.physical_type() != Type::BOOLEAN
+}
+
+/// Where the first `entries` byte arrays of a plain-encoded dictionary end in `start`
+/// (each a 4-byte little-endian length and its bytes); `None` if `start` holds fewer.
+pub(super) fn byte_arrays_end(start: &[u8], entries: usize) -> Option<usize> {
+    let mut at = 0usize;
+    for _ in 0..entries {
+        let len = start.get(at..at.checked_add(4)?)?;
+        let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        at = at.checked_add(4)?.checked_add(len)?;
+        if at > start.len() {
+            return None;
+        }
+    }
+    Some(at)
+}
+
+/// Bytes of each dictionary entry of `column`, where all entries take the same.
+pub(super) fn entry_width(column: &ColumnDescriptor) -> Option<usize> {
+    match column.physical_type() {
+        Type::INT32 | Type::FLOAT => Some(4),
+        Type::INT64 | Type::DOUBLE => Some(8),
+        Type::INT96 => Some(12),
+        Type::FIXED_LEN_BYTE_ARRAY => usize::try_from(column.type_length())
+            .ok()
+            .filter(|w| *w > 0),
+        Type::BOOLEAN | Type::BYTE_ARRAY => None,
+    }
+}
+
+/// How many of the dictionary's first entries the decompressed data page `page` of
+/// `column` may use: one more than the largest key it holds, 0 when it is not
+/// dictionary encoded. Counts at least every key the page holds (a page with NULLs may
+/// count its padding too); errors where the keys cannot be found.
+pub(super) fn entries_used(page: &Page, column: &ColumnDescriptor) -> Result<usize> {
+    let (buf, values) = match page {
+        Page::DataPage {
+            buf,
+            encoding,
+            def_level_encoding,
+            rep_level_encoding,
+            num_values,
+            ..
+        } => {
+            if !is_dictionary(*encoding) {
+                return Ok(0);
+            }
+            let mut at = 0;
+            for (max, encoding) in [
+                (column.max_rep_level(), rep_level_encoding),
+                (column.max_def_level(), def_level_encoding),
+            ] {
+                if max > 0 {
+                    if *encoding != Encoding::RLE {
+                        return Err(unlocated("levels not RLE encoded"));
+                    }
+                    let len = buf
+                        .get(at..at + 4)
+                        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+                        .ok_or_else(|| unlocated("levels cut short"))?;
+                    at = at + 4 + len;
+                }
+            }
+            (buf.slice(at.min(buf.len())..), *num_values)
+        }
+        Page::DataPageV2 {
+            buf,
+            encoding,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            num_values,
+            ..
+        } => {
+            if !is_dictionary(*encoding) {
+                return Ok(0);
+            }
+            let at = *def_levels_byte_len as usize + *rep_levels_byte_len as usize;
+            (buf.slice(at.min(buf.len())..), *num_values)
+        }
+        Page::DictionaryPage { .. } => return Err(unlocated("a dictionary page")),
+    };
+    largest_key(&buf, values as usize).map(|k| k.map_or(0, |k| k as usize + 1))
+}
+
+fn is_dictionary(encoding: Encoding) -> bool {
+    matches!(
+        encoding,
+        Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY
+    )
+}
+
+/// The largest of the first `count` keys of a dictionary-encoded page's values (their
+/// bit width, then the keys in the RLE/bit-packed hybrid encoding); fewer if the values
+/// end first.
+fn largest_key(values: &Bytes, count: usize) -> Result<Option<u32>> {
+    let Some(&bit_width) = values.first() else {
+        return Ok(None);
+    };
+    if bit_width > 32 {
+        return Err(unlocated(format!("keys of {bit_width} bits")));
+    }
+    let mut keys = RleDecoder::new(bit_width);
+    keys.set_data(values.slice(1..))?;
+    let mut batch = vec![0u32; count.min(4096)];
+    let (mut left, mut largest) = (count, None);
+    while left > 0 {
+        let n = left.min(batch.len());
+        let got = keys.get_batch(&mut batch[..n])?;
+        largest = batch[..got].iter().copied().max().max(largest);
+        if got < n {
+            break;
+        }
+        left -= n;
+    }
+    Ok(largest)
+}
+
+fn unlocated(why: impl std::fmt::Display) -> ParquetError {
+    ParquetError::General(format!(
+        "the dictionary keys of a page cannot be found: {why}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::arrow::arrow_reader::RowSelector;
+
+    fn locations(firsts: &[i64]) -> Vec<PageLocation> {
+        firsts
+            .iter()
+            .map(|&first_row_index| PageLocation {
+                offset: first_row_index * 10,
+                compressed_page_size: 10,
+                first_row_index,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_pages_read_span_the_first_selected_row_to_the_last() {
+        let pages = locations(&[0, 100, 200, 300, 400]);
+        let select = |s: Vec<RowSelector>| RowSelection::from(s);
+        let within = select(vec![RowSelector::skip(120), RowSelector::select(5)]);
+        assert_eq!(pages_read(&pages, 500, Some(&within)), Some(1..2));
+        let across = select(vec![
+            RowSelector::skip(99),
+            RowSelector::select(1),
+            RowSelector::skip(250),
+            RowSelector::select(1),
+            RowSelector::skip(149),
+        ]);
+        assert_eq!(pages_read(&pages, 500, Some(&across)), Some(0..4));
+        let last_row = select(vec![RowSelector::skip(499), RowSelector::select(1)]);
+        assert_eq!(pages_read(&pages, 500, Some(&last_row)), Some(4..5));
+        // Every page, no selection, nothing selected: no cut.
+        let all = select(vec![RowSelector::skip(50), RowSelector::select(450)]);
+        assert_eq!(pages_read(&pages, 500, Some(&all)), None);
+        assert_eq!(pages_read(&pages, 500, None), None);
+        let none = select(vec![RowSelector::skip(500)]);
+        assert_eq!(pages_read(&pages, 500, Some(&none)), None);
+        // More pages than may be held.
+        let many = locations(&(0..20).map(|i| i * 10).collect::<Vec<_>>());
+        let wide = select(vec![RowSelector::select(95)]);
+        assert_eq!(pages_read(&many, 200, Some(&wide)), None);
+    }
+
+    #[test]
+    fn byte_arrays_are_walked_by_their_lengths() {
+        let mut dict = Vec::new();
+        for v in ["a", "", "ccc"] {
+            dict.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            dict.extend_from_slice(v.as_bytes());
+        }
+        assert_eq!(byte_arrays_end(&dict, 0), Some(0));
+        assert_eq!(byte_arrays_end(&dict, 2), Some(9));
+        assert_eq!(byte_arrays_end(&dict, 3), Some(16));
+        assert_eq!(byte_arrays_end(&dict, 4), None);
+        assert_eq!(byte_arrays_end(&dict[..15], 3), None);
+        // A hostile length.
+        assert_eq!(byte_arrays_end(&[0xff, 0xff, 0xff, 0xff, 1], 1), None);
+    }
+
+    #[test]
+    fn the_largest_key_of_runs_and_packed_groups() {
+        // Bit width 5: a run of 3 keys of 7, then a bit-packed group of eight keys 0..8
+        // with a 30 among them.
+        let mut values = vec![5u8, 3 << 1, 7, (1 << 1) | 1];
+        let keys = [0u64, 1, 2, 30, 4, 5, 6, 7];
+        let packed = keys
+            .iter()
+            .enumerate()
+            .fold(0u64, |v, (i, k)| v | (k << (5 * i)));
+        values.extend_from_slice(&packed.to_le_bytes()[..5]);
+        let values = Bytes::from(values);
+        assert_eq!(largest_key(&values, 11).unwrap(), Some(30));
+        // Only the run's keys counted.
+        assert_eq!(largest_key(&values, 3).unwrap(), Some(7));
+        assert_eq!(largest_key(&Bytes::new(), 3).unwrap(), None);
+        assert!(largest_key(&Bytes::from_static(&[40, 0]), 3).is_err());
+    }
+}

@@ -1,0 +1,196 @@
+//! The first bytes of a raw Snappy stream, decompressed without the rest.
+//!
+//! A lookup that uses only a dictionary's first entries ([`super::dictionary_prefix`])
+//! needs only the start of its page. The `snap` crate decompresses whole streams only,
+//! so the start is decoded here: a raw Snappy stream is its length (a varint) and then
+//! literals and back-references, each written in turn, so decoding may stop as soon as
+//! the wanted bytes are written. Every length and offset is checked against the input
+//! and the output; a stream the wanted bytes cannot be read from is an error.
+
+use parquet::errors::{ParquetError, Result};
+
+/// Fill all of `out` with the start of the stream `body` decompresses to. The stream's
+/// declared length must be at least `out.len()` (the caller has checked it with
+/// [`super::page_codec::snappy_len`]).
+pub(super) fn snappy_prefix(body: &[u8], out: &mut [u8]) -> Result<()> {
+    let mut input = Input { body, pos: 0 };
+    // The declared length: already checked, skipped here.
+    while input.byte()? & 0x80 != 0 {}
+    let mut written = 0;
+    while written < out.len() {
+        let tag = input.byte()?;
+        let want = out.len() - written;
+        match tag & 3 {
+            0 => {
+                let len = match tag >> 2 {
+                    n @ 0..=59 => usize::from(n) + 1,
+                    n => input.little_endian(usize::from(n) - 59)? + 1,
+                };
+                let bytes = input.take(len)?;
+                let n = len.min(want);
+                out[written..written + n].copy_from_slice(&bytes[..n]);
+                written += n;
+            }
+            kind => {
+                let (len, offset) = match kind {
+                    1 => (
+                        usize::from((tag >> 2) & 7) + 4,
+                        (usize::from(tag >> 5) << 8) | usize::from(input.byte()?),
+                    ),
+                    2 => (usize::from(tag >> 2) + 1, input.little_endian(2)?),
+                    _ => (usize::from(tag >> 2) + 1, input.little_endian(4)?),
+                };
+                if offset == 0 || offset > written {
+                    return Err(corrupt(format!(
+                        "a copy from {offset} bytes back at byte {written}"
+                    )));
+                }
+                let n = len.min(want);
+                let from = written - offset;
+                if offset >= n {
+                    out.copy_within(from..from + n, written);
+                } else {
+                    // The copy overlaps what it writes: a repeated run, byte by byte.
+                    for i in 0..n {
+                        out[written + i] = out[from + i];
+                    }
+                }
+                written += n;
+            }
+        }
+    }
+    Ok(())
+}
+
+struct Input<'a> {
+    body: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Input<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|end| *end <= self.body.len())
+            .ok_or_else(|| corrupt("the stream ends inside an element"))?;
+        let bytes = &self.body[self.pos..end];
+        self.pos = end;
+        Ok(bytes)
+    }
+
+    fn byte(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn little_endian(&mut self, n: usize) -> Result<usize> {
+        let bytes = self.take(n)?;
+        Ok(bytes
+            .iter()
+            .rev()
+            .fold(0usize, |v, b| (v << 8) | usize::from(*b)))
+    }
+}
+
+fn corrupt(why: impl std::fmt::Display) -> ParquetError {
+    ParquetError::General(format!("corrupt Snappy page: {why}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn compressed(data: &[u8]) -> Vec<u8> {
+        snap::raw::Encoder::new().compress_vec(data).unwrap()
+    }
+
+    /// Data with runs, repeats near and far, and noise: every kind of element.
+    fn mixed(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        let mut out = Vec::with_capacity(n);
+        while out.len() < n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match x % 4 {
+                0 => out.extend(std::iter::repeat_n((x >> 8) as u8, (x >> 16) as usize % 40)),
+                1 if out.len() > 70_000 => {
+                    let from = out.len() - 70_000 + (x >> 20) as usize % 1000;
+                    let run: Vec<u8> = out[from..from + 30].to_vec();
+                    out.extend(run);
+                }
+                2 => out.extend_from_slice(&(x % 100_000).to_le_bytes()),
+                _ => out.extend((0..(x >> 12) as usize % 90).map(|i| (x >> (i % 50)) as u8)),
+            }
+        }
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn every_prefix_is_the_start_of_the_whole() {
+        let data = mixed(300_000, 7);
+        let body = compressed(&data);
+        for n in [
+            0,
+            1,
+            5,
+            60,
+            61,
+            4096,
+            65_535,
+            65_536,
+            65_537,
+            200_001,
+            data.len(),
+        ] {
+            let mut out = vec![0xaa; n];
+            snappy_prefix(&body, &mut out).unwrap();
+            assert_eq!(out, data[..n], "prefix of {n}");
+        }
+    }
+
+    #[test]
+    fn damaged_streams_are_errors() {
+        let data = mixed(100_000, 3);
+        let body = compressed(&data);
+        // Cut short, the wanted bytes not all there.
+        let err = snappy_prefix(&body[..body.len() / 2], &mut vec![0; data.len()]).unwrap_err();
+        assert!(err.to_string().contains("corrupt Snappy page"), "{err}");
+        // A copy from before the start: length 1, then a 1-byte-offset copy 9 back.
+        let hostile = [20, 0, b'x', 0b0000_0001, 9];
+        let err = snappy_prefix(&hostile, &mut [0; 10]).unwrap_err();
+        assert!(err.to_string().contains("copy from 9 bytes back"), "{err}");
+        // A copy from 0 bytes back, and a literal longer than the stream.
+        assert!(snappy_prefix(&[20, 0, b'x', 0b0000_0001, 0], &mut [0; 10]).is_err());
+        assert!(snappy_prefix(&[20, 0xfc, 0xff, 0xff, 0xff, 0x7f], &mut [0; 10]).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn prefixes_match_snap(seed in any::<u64>(), n in 0usize..20_000, cut in 0usize..20_000) {
+            let data = mixed(n, seed);
+            let body = compressed(&data);
+            let cut = cut.min(n);
+            let mut out = vec![0; cut];
+            snappy_prefix(&body, &mut out).unwrap();
+            prop_assert_eq!(&out[..], &data[..cut]);
+        }
+
+        #[test]
+        fn any_bytes_are_an_error_or_what_snap_writes(
+            body in proptest::collection::vec(any::<u8>(), 0..200),
+            n in 0usize..400,
+        ) {
+            let mut out = vec![0; n];
+            let ours = snappy_prefix(&body, &mut out);
+            let mut whole = vec![0; 1 << 16];
+            if let (Ok(()), Ok(len)) = (&ours, snap::raw::Decoder::new().decompress(&body, &mut whole)) {
+                if len >= n {
+                    prop_assert_eq!(&out[..], &whole[..n]);
+                }
+            }
+        }
+    }
+}
