@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
@@ -26,7 +26,7 @@ use parquet::basic::{Compression, Encoding};
 use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
 use parquet::errors::{ParquetError, Result};
 use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
-use parquet::file::reader::ChunkReader;
+use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescPtr;
 
@@ -130,30 +130,41 @@ pub(super) fn page_reader<F: ChunkReader + 'static>(
                 .set_compression(Compression::UNCOMPRESSED)
                 .build()?;
             // A read of a few pages may cut the chunk's dictionary to the entries they
-            // use.
-            let ahead = match &locations {
+            // use. The pages read ahead are held for the reader, not fetched again.
+            let read = match &locations {
                 Some(locations)
                     if chunk.dictionary_page_offset().is_some()
                         && cuttable(chunk.column_descr()) =>
                 {
                     pages_read(locations, rows as u64, selected)
-                        .map(|pages| -> Result<Ahead<F>> {
-                            Ok(Ahead {
-                                pages: SerializedPageReader::new(
-                                    file.clone(),
-                                    &bare,
-                                    rows,
-                                    Some(locations.clone()),
-                                )?,
-                                read: pages,
-                            })
-                        })
-                        .transpose()?
                 }
                 _ => None,
             };
+            let held = read.is_some().then(Arc::default);
+            let ahead = match (read, &locations) {
+                (Some(read), Some(locations)) => {
+                    let keeping = HeldPages {
+                        inner: file.clone(),
+                        held: held.clone(),
+                        keep: true,
+                    };
+                    let pages = SerializedPageReader::new(
+                        Arc::new(keeping),
+                        &bare,
+                        rows,
+                        Some(locations.clone()),
+                    )?;
+                    Some(Ahead { pages, read })
+                }
+                _ => None,
+            };
+            let taking = HeldPages {
+                inner: file,
+                held,
+                keep: false,
+            };
             Box::new(OwnPages {
-                pages: SerializedPageReader::new(file, &bare, rows, locations)?,
+                pages: SerializedPageReader::new(Arc::new(taking), &bare, rows, locations)?,
                 codec,
                 sizes: (
                     u64::try_from(chunk.uncompressed_size()).unwrap_or(0),
@@ -216,10 +227,55 @@ impl Iterator for OneChunk {
 
 impl PageIterator for OneChunk {}
 
+/// A file whose page reads are held for a second reader of the same pages: a reader
+/// that keeps holds what it fetches, one that does not takes what is held rather than
+/// fetching it again.
+struct HeldPages<F> {
+    inner: Arc<F>,
+    /// Byte ranges fetched ahead (start, bytes); `None` when nothing is read ahead.
+    held: Option<Arc<Mutex<Vec<(u64, Bytes)>>>>,
+    keep: bool,
+}
+
+impl<F: ChunkReader> Length for HeldPages<F> {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+impl<F: ChunkReader> ChunkReader for HeldPages<F> {
+    type T = F::T;
+
+    fn get_read(&self, start: u64) -> Result<Self::T> {
+        self.inner.get_read(start)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> Result<Bytes> {
+        let Some(held) = &self.held else {
+            return self.inner.get_bytes(start, length);
+        };
+        let mut held = held
+            .lock()
+            .map_err(|_| ParquetError::General("a page reader panicked".into()))?;
+        if self.keep {
+            let bytes = self.inner.get_bytes(start, length)?;
+            held.push((start, bytes.clone()));
+            return Ok(bytes);
+        }
+        match held
+            .iter()
+            .position(|(at, b)| *at == start && b.len() == length)
+        {
+            Some(i) => Ok(held.swap_remove(i).1),
+            None => self.inner.get_bytes(start, length),
+        }
+    }
+}
+
 /// The crate's pages of a Zstandard or Snappy chunk described as uncompressed,
 /// decompressed here.
 struct OwnPages<F: ChunkReader> {
-    pages: SerializedPageReader<F>,
+    pages: SerializedPageReader<HeldPages<F>>,
     codec: Compression,
     /// The chunk's uncompressed and compressed sizes: a page is expected to decompress in
     /// the same ratio.
@@ -235,7 +291,7 @@ struct OwnPages<F: ChunkReader> {
 
 /// A second reader of the chunk's pages, and the positions of those a read may use.
 struct Ahead<F: ChunkReader> {
-    pages: SerializedPageReader<F>,
+    pages: SerializedPageReader<HeldPages<F>>,
     read: Range<usize>,
 }
 
@@ -619,6 +675,65 @@ mod tests {
             }
             other => panic!("not a dictionary page: {other:?}"),
         }
+    }
+
+    /// A file that counts the reads of each byte range.
+    #[derive(Clone)]
+    struct Counted(Bytes, Arc<Mutex<Vec<(u64, usize)>>>);
+
+    impl Length for Counted {
+        fn len(&self) -> u64 {
+            self.0.len() as u64
+        }
+    }
+
+    impl ChunkReader for Counted {
+        type T = <Bytes as ChunkReader>::T;
+
+        fn get_read(&self, start: u64) -> Result<Self::T> {
+            self.0.get_read(start)
+        }
+
+        fn get_bytes(&self, start: u64, length: usize) -> Result<Bytes> {
+            self.1.lock().unwrap().push((start, length));
+            self.0.get_bytes(start, length)
+        }
+    }
+
+    #[test]
+    fn pages_read_before_the_dictionary_are_fetched_once() {
+        let bytes = sorted_keys(WriterVersion::PARQUET_1_0, Compression::SNAPPY);
+        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+        let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
+        let file = Counted(bytes, Arc::default());
+        let rows = RowSelection::from(vec![
+            RowSelector::skip(3100),
+            RowSelector::select(5),
+            RowSelector::skip(3000),
+            RowSelector::select(1),
+            RowSelector::skip(53_894),
+        ]);
+        let got: usize = reader(
+            file.clone(),
+            &meta,
+            0,
+            ProjectionMask::all(),
+            1024,
+            Some(rows),
+            RowSelectionPolicy::Selectors,
+        )
+        .unwrap()
+        .map(|b| b.unwrap().num_rows())
+        .sum();
+        assert_eq!(got, 6);
+        let mut reads = file.1.lock().unwrap().clone();
+        let all = reads.len();
+        reads.sort_unstable();
+        reads.dedup();
+        assert_eq!(reads.len(), all, "a range read twice");
+        // The dictionary and the two selected pages of each of the three columns, at
+        // least; the pages between them only ahead, for the dictionaries.
+        assert!(all >= 9, "{all}");
     }
 
     #[test]
