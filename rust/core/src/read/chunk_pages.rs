@@ -227,13 +227,16 @@ impl Iterator for OneChunk {
 
 impl PageIterator for OneChunk {}
 
+/// Byte ranges fetched ahead of a reader: where each starts, and its bytes.
+type Held = Arc<Mutex<Vec<(u64, Bytes)>>>;
+
 /// A file whose page reads are held for a second reader of the same pages: a reader
 /// that keeps holds what it fetches, one that does not takes what is held rather than
 /// fetching it again.
 struct HeldPages<F> {
     inner: Arc<F>,
-    /// Byte ranges fetched ahead (start, bytes); `None` when nothing is read ahead.
-    held: Option<Arc<Mutex<Vec<(u64, Bytes)>>>>,
+    /// Byte ranges fetched ahead; `None` when nothing is read ahead.
+    held: Option<Held>,
     keep: bool,
 }
 
