@@ -14,7 +14,6 @@
 //! are decompressed ([`super::dictionary_prefix`]).
 
 use std::collections::VecDeque;
-use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -78,6 +77,7 @@ pub(super) fn reader<F: ChunkReader + 'static>(
         file: Arc::new(file),
         metadata: md.clone(),
         row_group,
+        mask: uses_mask(default, rows.as_ref()),
         rows: rows.clone(),
     };
     // As the crate's builder does: no batch larger than the file.
@@ -109,13 +109,14 @@ fn uses_mask(policy: RowSelectionPolicy, rows: Option<&RowSelection>) -> bool {
 }
 
 /// The pages of leaf column `leaf` in row group `rg` of `file`, for a read of
-/// `selected` rows (all when `None`).
+/// `selected` rows (all when `None`), through a `mask` or as runs.
 pub(super) fn page_reader<F: ChunkReader + 'static>(
     file: Arc<F>,
     md: &ParquetMetaData,
     rg: usize,
     leaf: usize,
     selected: Option<&RowSelection>,
+    mask: bool,
 ) -> Result<Box<dyn PageReader>> {
     let group = md.row_group(rg);
     let rows = usize::try_from(group.num_rows())
@@ -136,7 +137,7 @@ pub(super) fn page_reader<F: ChunkReader + 'static>(
                     if chunk.dictionary_page_offset().is_some()
                         && cuttable(chunk.column_descr()) =>
                 {
-                    pages_read(locations, rows as u64, selected)
+                    pages_read(locations, rows as u64, selected, mask)
                 }
                 _ => None,
             };
@@ -185,8 +186,10 @@ struct RowGroupPages<F> {
     file: Arc<F>,
     metadata: Arc<ParquetMetaData>,
     row_group: usize,
-    /// The rows the reader is given (all when `None`).
+    /// The rows the reader is given (all when `None`), and whether it reads them
+    /// through a mask.
     rows: Option<RowSelection>,
+    mask: bool,
 }
 
 impl<F: ChunkReader + 'static> RowGroups for RowGroupPages<F> {
@@ -201,6 +204,7 @@ impl<F: ChunkReader + 'static> RowGroups for RowGroupPages<F> {
             self.row_group,
             leaf,
             self.rows.as_ref(),
+            self.mask,
         );
         Ok(Box::new(OneChunk(Some(pages))))
     }
@@ -292,22 +296,23 @@ struct OwnPages<F: ChunkReader> {
     cut: Option<usize>,
 }
 
-/// A second reader of the chunk's pages, and the positions of those a read may use.
+/// A second reader of the chunk's pages, and the positions of those a read uses, in
+/// order.
 struct Ahead<F: ChunkReader> {
     pages: SerializedPageReader<HeldPages<F>>,
-    read: Range<usize>,
+    read: Vec<usize>,
 }
 
 impl<F: ChunkReader> Ahead<F> {
     /// The pages the read may use, raw (described as uncompressed).
     fn raw_pages(mut self) -> Result<Vec<Page>> {
         let mut out = Vec::with_capacity(self.read.len());
-        let mut at = 0;
-        while at < self.read.end {
+        let (mut at, end) = (0, self.read.last().map_or(0, |p| p + 1));
+        while at < end {
             let Some(next) = self.pages.peek_next_page()? else {
                 break;
             };
-            if next.is_dict || at < self.read.start {
+            if next.is_dict || self.read.binary_search(&at).is_err() {
                 self.pages.skip_next_page()?;
             } else {
                 match self.pages.get_next_page()? {
@@ -371,15 +376,22 @@ impl<F: ChunkReader> OwnPages<F> {
         {
             return self.decompress(page);
         }
-        // Any page whose keys cannot be found leaves the dictionary whole.
+        // Past half the dictionary a cut is not worth making: the keys are not counted
+        // further. Any page whose keys cannot be found leaves the dictionary whole.
+        let most = match width {
+            Some(w) => size / w / 2,
+            None => all / 2,
+        };
         let mut used = 0;
         for raw in ahead.raw_pages()? {
             let body = raw.buffer().clone();
             let page = self.decompress(raw)?;
-            used = match entries_used(&page, &self.column) {
-                Ok(n) => used.max(n),
-                Err(_) => usize::MAX,
-            };
+            if used <= most {
+                used = match entries_used(&page, &self.column, most) {
+                    Ok(n) => used.max(n),
+                    Err(_) => usize::MAX,
+                };
+            }
             self.early.push_back((body, page.buffer().clone()));
         }
         let entries = used.min(all);
@@ -431,7 +443,7 @@ impl<F: ChunkReader> OwnPages<F> {
         let page = self.decompress(page)?;
         // A page not read ahead must not use the entries left out.
         if let Some(entries) = self.cut {
-            let used = entries_used(&page, &self.column)?;
+            let used = entries_used(&page, &self.column, entries)?;
             if used > entries {
                 return Err(ParquetError::General(format!(
                     "a page uses {used} dictionary entries, of which {entries} were decoded"
@@ -660,12 +672,14 @@ mod tests {
     fn dictionary_entries(bytes: &Bytes, leaf: usize, selected: &RowSelection) -> u32 {
         let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
         let meta = ArrowReaderMetadata::load(bytes, options).unwrap();
+        let mask = uses_mask(RowSelectionPolicy::default(), Some(selected));
         let mut pages = page_reader(
             Arc::new(bytes.clone()),
             meta.metadata(),
             0,
             leaf,
             Some(selected),
+            mask,
         )
         .unwrap();
         match pages.get_next_page().unwrap() {

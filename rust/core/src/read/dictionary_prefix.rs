@@ -14,8 +14,6 @@
 //! page decompresses alone: Snappy's with [`super::snappy_prefix`], Zstandard's by
 //! stopping its stream.
 
-use std::ops::Range;
-
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::RowSelection;
 use parquet::basic::{Encoding, Type};
@@ -33,32 +31,41 @@ pub(super) const MAX_PAGES: usize = 8;
 pub(super) const MIN_BYTES: usize = 64 << 10;
 
 /// The data pages (by position in the offset index `locations`) that a read of
-/// `selection` of a chunk of `rows` rows may decode: from the first page holding a
-/// selected row to the last, as a reader selecting rows by a mask decodes every page
-/// between. `None` when the read is of every row or spans more than [`MAX_PAGES`] pages.
+/// `selection` of a chunk of `rows` rows decodes: those holding a selected row, or, for a
+/// reader selecting rows by a `mask`, every page from the first of them to the last.
+/// `None` when the read is of every row, of more than [`MAX_PAGES`] pages, or of all the
+/// chunk's pages.
 pub(super) fn pages_read(
     locations: &[PageLocation],
     rows: u64,
     selection: Option<&RowSelection>,
-) -> Option<Range<usize>> {
-    let selection = selection?;
-    let (mut at, mut first, mut last) = (0u64, None, None);
-    for s in selection.iter() {
-        let end = at.saturating_add(s.row_count as u64);
-        if !s.skip && s.row_count > 0 {
-            first.get_or_insert(at);
-            last = Some(end - 1);
-        }
-        at = end;
-    }
-    let (first, last) = (first?, last?);
+    mask: bool,
+) -> Option<Vec<usize>> {
     let page_of = |row: u64| {
         locations
             .partition_point(|p| u64::try_from(p.first_row_index).unwrap_or(0) <= row)
             .checked_sub(1)
     };
-    let pages = page_of(first)?..page_of(last.min(rows.saturating_sub(1)))? + 1;
-    (pages.len() <= MAX_PAGES && pages.len() < locations.len()).then_some(pages)
+    let mut pages: Vec<usize> = Vec::new();
+    let mut at = 0u64;
+    for s in selection?.iter() {
+        let end = at.saturating_add(s.row_count as u64).min(rows);
+        if !s.skip && end > at {
+            let (first, last) = (page_of(at)?, page_of(end - 1)?);
+            let from = pages.last().map_or(first, |p| first.max(p + 1));
+            pages.extend(from..=last);
+            if pages.len() > MAX_PAGES {
+                return None;
+            }
+        }
+        at = end;
+    }
+    if mask {
+        let (first, last) = (*pages.first()?, *pages.last()?);
+        pages = (first..=last).collect();
+    }
+    (!pages.is_empty() && pages.len() <= MAX_PAGES && pages.len() < locations.len())
+        .then_some(pages)
 }
 
 /// Whether a dictionary of `column` can be cut: all but booleans, which have none.
@@ -97,8 +104,9 @@ pub(super) fn entry_width(column: &ColumnDescriptor) -> Option<usize> {
 /// How many of the dictionary's first entries the decompressed data page `page` of
 /// `column` may use: one more than the largest key it holds, 0 when it is not
 /// dictionary encoded. Counts at least every key the page holds (a page with NULLs may
-/// count its padding too); errors where the keys cannot be found.
-pub(super) fn entries_used(page: &Page, column: &ColumnDescriptor) -> Result<usize> {
+/// count its padding too), or stops at a count over `most` (a cut no longer worth
+/// making); errors where the keys cannot be found.
+pub(super) fn entries_used(page: &Page, column: &ColumnDescriptor, most: usize) -> Result<usize> {
     let (buf, values) = match page {
         Page::DataPage {
             buf,
@@ -145,7 +153,8 @@ pub(super) fn entries_used(page: &Page, column: &ColumnDescriptor) -> Result<usi
         }
         Page::DictionaryPage { .. } => return Err(unlocated("a dictionary page")),
     };
-    largest_key(&buf, values as usize).map(|k| k.map_or(0, |k| k as usize + 1))
+    let most = u32::try_from(most).unwrap_or(u32::MAX);
+    largest_key(&buf, values as usize, most).map(|k| k.map_or(0, |k| k as usize + 1))
 }
 
 fn is_dictionary(encoding: Encoding) -> bool {
@@ -157,8 +166,8 @@ fn is_dictionary(encoding: Encoding) -> bool {
 
 /// The largest of the first `count` keys of a dictionary-encoded page's values (their
 /// bit width, then the keys in the RLE/bit-packed hybrid encoding); fewer if the values
-/// end first.
-fn largest_key(values: &Bytes, count: usize) -> Result<Option<u32>> {
+/// end first. Stops at the first batch of keys holding one of `most` or more.
+fn largest_key(values: &Bytes, count: usize, most: u32) -> Result<Option<u32>> {
     let Some(&bit_width) = values.first() else {
         return Ok(None);
     };
@@ -167,13 +176,13 @@ fn largest_key(values: &Bytes, count: usize) -> Result<Option<u32>> {
     }
     let mut keys = RleDecoder::new(bit_width);
     keys.set_data(values.slice(1..))?;
-    let mut batch = vec![0u32; count.min(4096)];
+    let mut batch = vec![0u32; count.min(1024)];
     let (mut left, mut largest) = (count, None);
     while left > 0 {
         let n = left.min(batch.len());
         let got = keys.get_batch(&mut batch[..n])?;
         largest = batch[..got].iter().copied().max().max(largest);
-        if got < n {
+        if got < n || largest.is_some_and(|k| k >= most) {
             break;
         }
         left -= n;
@@ -204,31 +213,44 @@ mod tests {
     }
 
     #[test]
-    fn the_pages_read_span_the_first_selected_row_to_the_last() {
+    fn the_pages_read_are_those_holding_selected_rows_or_all_between_for_a_mask() {
         let pages = locations(&[0, 100, 200, 300, 400]);
         let select = |s: Vec<RowSelector>| RowSelection::from(s);
+        let read = |s: &RowSelection, mask| pages_read(&pages, 500, Some(s), mask);
         let within = select(vec![RowSelector::skip(120), RowSelector::select(5)]);
-        assert_eq!(pages_read(&pages, 500, Some(&within)), Some(1..2));
+        assert_eq!(read(&within, false), Some(vec![1]));
+        assert_eq!(read(&within, true), Some(vec![1]));
         let across = select(vec![
             RowSelector::skip(99),
-            RowSelector::select(1),
-            RowSelector::skip(250),
+            RowSelector::select(2),
+            RowSelector::skip(249),
             RowSelector::select(1),
             RowSelector::skip(149),
         ]);
-        assert_eq!(pages_read(&pages, 500, Some(&across)), Some(0..4));
+        assert_eq!(read(&across, false), Some(vec![0, 1, 3]));
+        assert_eq!(read(&across, true), Some(vec![0, 1, 2, 3]));
         let last_row = select(vec![RowSelector::skip(499), RowSelector::select(1)]);
-        assert_eq!(pages_read(&pages, 500, Some(&last_row)), Some(4..5));
+        assert_eq!(read(&last_row, false), Some(vec![4]));
         // Every page, no selection, nothing selected: no cut.
         let all = select(vec![RowSelector::skip(50), RowSelector::select(450)]);
-        assert_eq!(pages_read(&pages, 500, Some(&all)), None);
-        assert_eq!(pages_read(&pages, 500, None), None);
+        assert_eq!(read(&all, false), None);
+        assert_eq!(pages_read(&pages, 500, None, false), None);
         let none = select(vec![RowSelector::skip(500)]);
-        assert_eq!(pages_read(&pages, 500, Some(&none)), None);
+        assert_eq!(read(&none, false), None);
         // More pages than may be held.
         let many = locations(&(0..20).map(|i| i * 10).collect::<Vec<_>>());
         let wide = select(vec![RowSelector::select(95)]);
-        assert_eq!(pages_read(&many, 200, Some(&wide)), None);
+        assert_eq!(pages_read(&many, 200, Some(&wide), false), None);
+        let ends = select(vec![
+            RowSelector::select(1),
+            RowSelector::skip(180),
+            RowSelector::select(1),
+        ]);
+        assert_eq!(
+            pages_read(&many, 200, Some(&ends), false),
+            Some(vec![0, 18])
+        );
+        assert_eq!(pages_read(&many, 200, Some(&ends), true), None);
     }
 
     #[test]
@@ -259,10 +281,15 @@ mod tests {
             .fold(0u64, |v, (i, k)| v | (k << (5 * i)));
         values.extend_from_slice(&packed.to_le_bytes()[..5]);
         let values = Bytes::from(values);
-        assert_eq!(largest_key(&values, 11).unwrap(), Some(30));
+        assert_eq!(largest_key(&values, 11, u32::MAX).unwrap(), Some(30));
         // Only the run's keys counted.
-        assert_eq!(largest_key(&values, 3).unwrap(), Some(7));
-        assert_eq!(largest_key(&Bytes::new(), 3).unwrap(), None);
-        assert!(largest_key(&Bytes::from_static(&[40, 0]), 3).is_err());
+        assert_eq!(largest_key(&values, 3, u32::MAX).unwrap(), Some(7));
+        assert_eq!(largest_key(&Bytes::new(), 3, u32::MAX).unwrap(), None);
+        assert!(largest_key(&Bytes::from_static(&[40, 0]), 3, u32::MAX).is_err());
+        // Stopping after the first batch of keys (1,024) holding one of `most` or more:
+        // a run of 1,024 keys of 7, then one of 30.
+        let runs = Bytes::from_static(&[5, 0x80, 0x10, 7, 1 << 1, 30]);
+        assert_eq!(largest_key(&runs, 1025, u32::MAX).unwrap(), Some(30));
+        assert_eq!(largest_key(&runs, 1025, 5).unwrap(), Some(7));
     }
 }

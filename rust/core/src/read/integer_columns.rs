@@ -238,7 +238,7 @@ fn chunk<R: ChunkReader + Clone + 'static>(
     let descr = md.file_metadata().schema_descr();
     let leaf = primitive_leaf(descr, root)
         .ok_or_else(|| damaged(format!("root column {root} is not a single leaf")))?;
-    let pages = page_reader(Arc::new(file.clone()), md, rg, leaf, None)?;
+    let pages = page_reader(Arc::new(file.clone()), md, rg, leaf, None, false)?;
     let field = Arc::new(reader.schema().field(root).clone());
     let descr = descr.column(leaf);
     let (physical, max_def) = (descr.physical_type(), descr.max_def_level());
