@@ -569,6 +569,11 @@ mod tests {
             (0..n).map(|i| (i % 5 != 0).then(|| format!("name {}", i % 300))),
         ));
         let batch = RecordBatch::try_from_iter([("id", ids), ("name", names)]).unwrap();
+        written(&batch, version, codec)
+    }
+
+    /// `batch` written in 1,000-row pages (dictionaries of up to 1 MiB, the default).
+    fn written(batch: &RecordBatch, version: WriterVersion, codec: Compression) -> Bytes {
         let props = WriterProperties::builder()
             .set_writer_version(version)
             .set_compression(codec)
@@ -577,9 +582,51 @@ mod tests {
             .build();
         let mut out = Vec::new();
         let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
-        w.write(&batch).unwrap();
+        w.write(batch).unwrap();
         w.close().unwrap();
         Bytes::from(out)
+    }
+
+    /// `rows` (all when `None`) of `bytes` read by [`reader`] under `policy`, in one batch.
+    fn read_ours(
+        bytes: &Bytes,
+        meta: &ArrowReaderMetadata,
+        rows: Option<RowSelection>,
+        policy: RowSelectionPolicy,
+    ) -> RecordBatch {
+        let batches = reader(
+            bytes.clone(),
+            meta,
+            0,
+            ProjectionMask::all(),
+            1024,
+            rows,
+            policy,
+        )
+        .unwrap()
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .unwrap();
+        arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
+    }
+
+    /// The same rows read by the crate's own reader.
+    fn read_theirs(
+        bytes: &Bytes,
+        meta: &ArrowReaderMetadata,
+        rows: Option<RowSelection>,
+    ) -> RecordBatch {
+        let mut theirs =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), meta.clone())
+                .with_batch_size(1024);
+        if let Some(rows) = rows {
+            theirs = theirs.with_row_selection(rows);
+        }
+        let batches = theirs
+            .build()
+            .unwrap()
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .unwrap();
+        arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
     }
 
     #[test]
@@ -603,34 +650,9 @@ mod tests {
                     ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
                 let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
                 for rows in [None, Some(selection.clone())] {
-                    let ours = reader(
-                        bytes.clone(),
-                        &meta,
-                        0,
-                        ProjectionMask::all(),
-                        1024,
-                        rows.clone(),
-                        RowSelectionPolicy::default(),
-                    )
-                    .unwrap()
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                    .unwrap();
-                    let mut theirs = ParquetRecordBatchReaderBuilder::new_with_metadata(
-                        bytes.clone(),
-                        meta.clone(),
-                    )
-                    .with_batch_size(1024);
-                    if let Some(rows) = rows.clone() {
-                        theirs = theirs.with_row_selection(rows);
-                    }
-                    let theirs = theirs
-                        .build()
-                        .unwrap()
-                        .collect::<std::result::Result<Vec<_>, _>>()
-                        .unwrap();
-                    let schema = theirs[0].schema();
-                    let ours = arrow_select::concat::concat_batches(&schema, &ours).unwrap();
-                    let theirs = arrow_select::concat::concat_batches(&schema, &theirs).unwrap();
+                    let ours =
+                        read_ours(&bytes, &meta, rows.clone(), RowSelectionPolicy::default());
+                    let theirs = read_theirs(&bytes, &meta, rows.clone());
                     assert_eq!(ours, theirs, "{version:?} {codec:?} {}", rows.is_some());
                     assert!(ours.num_rows() > 0);
                 }
@@ -654,18 +676,7 @@ mod tests {
         ));
         let batch =
             RecordBatch::try_from_iter([("k", sorted), ("r", random), ("s", names)]).unwrap();
-        let props = WriterProperties::builder()
-            .set_writer_version(version)
-            .set_compression(codec)
-            .set_dictionary_page_size_limit(1 << 20)
-            .set_data_page_row_count_limit(1000)
-            .set_write_batch_size(1000)
-            .build();
-        let mut out = Vec::new();
-        let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
-        Bytes::from(out)
+        written(&batch, version, codec)
     }
 
     /// The dictionary page `page_reader` gives for `selected` rows of leaf `leaf`.
@@ -789,31 +800,8 @@ mod tests {
             let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
             for rows in [first.clone(), two.clone(), many.clone(), late.clone()] {
                 for policy in [RowSelectionPolicy::Selectors, RowSelectionPolicy::default()] {
-                    let ours = reader(
-                        bytes.clone(),
-                        &meta,
-                        0,
-                        ProjectionMask::all(),
-                        1024,
-                        Some(rows.clone()),
-                        policy,
-                    )
-                    .unwrap()
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                    .unwrap();
-                    let theirs = ParquetRecordBatchReaderBuilder::new_with_metadata(
-                        bytes.clone(),
-                        meta.clone(),
-                    )
-                    .with_batch_size(1024)
-                    .with_row_selection(rows.clone())
-                    .build()
-                    .unwrap()
-                    .collect::<std::result::Result<Vec<_>, _>>()
-                    .unwrap();
-                    let schema = theirs[0].schema();
-                    let ours = arrow_select::concat::concat_batches(&schema, &ours).unwrap();
-                    let theirs = arrow_select::concat::concat_batches(&schema, &theirs).unwrap();
+                    let ours = read_ours(&bytes, &meta, Some(rows.clone()), policy);
+                    let theirs = read_theirs(&bytes, &meta, Some(rows.clone()));
                     assert_eq!(ours, theirs, "{version:?} {codec:?} {policy:?}");
                     assert!(ours.num_rows() > 0);
                 }
@@ -848,21 +836,7 @@ mod tests {
         assert!(!uses_mask(default, Some(&paged)));
         assert!(!uses_mask(default, None));
         for rows in [scattered, paged] {
-            let read = |policy: RowSelectionPolicy| {
-                let batches = reader(
-                    bytes.clone(),
-                    &meta,
-                    0,
-                    ProjectionMask::all(),
-                    1024,
-                    Some(rows.clone()),
-                    policy,
-                )
-                .unwrap()
-                .collect::<std::result::Result<Vec<_>, _>>()
-                .unwrap();
-                arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
-            };
+            let read = |policy| read_ours(&bytes, &meta, Some(rows.clone()), policy);
             let ids = read(RowSelectionPolicy::Selectors);
             assert_eq!(ids.num_rows(), rows.row_count());
             assert_eq!(ids, read(default));
