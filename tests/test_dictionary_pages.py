@@ -256,3 +256,38 @@ def test_lookups_that_cut_dictionaries_match_duckdb(
     requests = [line.split()[-3] for line in scan.explain().splitlines() if line.endswith(" B)")]
     assert requests
     assert len(requests) == len(set(requests)), requests
+
+
+@pytest.mark.parametrize("where", ["k = 2", None])
+def test_a_damaged_dictionary_is_an_invalid_file_cut_or_whole(
+    tmp_path: Path, where: str | None
+) -> None:
+    """A dictionary page whose Snappy stream is damaged raises InvalidFileError naming the
+    file, whether a lookup decompresses only its start or a scan all of it."""
+    path = tmp_path / "damaged-dictionary.parquet"
+    keys = range(CUT_ROWS)
+    table = pa.table({"k": pa.array([i * 2 for i in keys], pa.int64()), "v": list(keys)})
+    pq.write_table(
+        table,
+        path,
+        compression="snappy",
+        data_page_size=8 * 1024,
+        write_batch_size=1_000,
+        write_page_index=True,
+    )
+    chunk = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    assert chunk.has_dictionary_page
+    assert chunk.data_page_offset - chunk.dictionary_page_offset > 64 * 1024
+    # Early in the dictionary's stream, past its header: copies reaching 4 GiB back.
+    at = chunk.dictionary_page_offset + 200
+    data = bytearray(path.read_bytes())
+    data[at : at + 16] = b"\xff" * 16
+    path.write_bytes(bytes(data))
+    pqindex.clear_metadata_cache()
+    with pytest.raises(pqindex.InvalidFileError, match="Snappy") as info:
+        pqindex.scan(str(path), where=where).to_arrow()
+    assert "damaged-dictionary.parquet" in str(info.value)
+    if where:
+        # The lookup's first page uses the dictionary's first entries: only its start is
+        # decompressed, by pqindex's own decoder of a stream's start.
+        assert "a copy from" in str(info.value)
