@@ -133,17 +133,14 @@ pub(super) fn page_reader<F: ChunkReader + 'static>(
             // A read of a few pages may cut the chunk's dictionary to the entries they
             // use. The pages read ahead are held for the reader, not fetched again.
             let read = match &locations {
-                Some(locations)
-                    if chunk.dictionary_page_offset().is_some()
-                        && cuttable(chunk.column_descr()) =>
-                {
+                Some(locations) if cuttable(chunk) => {
                     pages_read(locations, rows as u64, selected, mask)
                 }
                 _ => None,
             };
-            let held = read.is_some().then(Arc::default);
-            let ahead = match (read, &locations) {
-                (Some(read), Some(locations)) => {
+            let held = read.as_ref().map(|_| Held::default());
+            let ahead = read
+                .map(|read| -> Result<Ahead<F>> {
                     let keeping = HeldPages {
                         inner: file.clone(),
                         held: held.clone(),
@@ -153,12 +150,11 @@ pub(super) fn page_reader<F: ChunkReader + 'static>(
                         Arc::new(keeping),
                         &bare,
                         rows,
-                        Some(locations.clone()),
+                        locations.clone(),
                     )?;
-                    Some(Ahead { pages, read })
-                }
-                _ => None,
-            };
+                    Ok(Ahead { pages, read })
+                })
+                .transpose()?;
             let taking = HeldPages {
                 inner: file,
                 held,
@@ -432,13 +428,15 @@ impl<F: ChunkReader> OwnPages<F> {
 
     /// The data page `page` (raw) decompressed: kept from before its dictionary, or now.
     fn data(&mut self, mut page: Page) -> Result<Page> {
-        if let Some(i) = self.early.iter().position(|(raw, _)| raw == page.buffer()) {
-            if let (Some((_, body)), Page::DataPage { buf, .. } | Page::DataPageV2 { buf, .. }) =
-                (self.early.remove(i), &mut page)
-            {
-                *buf = body;
-                return Ok(page);
-            }
+        let early = self.early.iter().position(|(raw, _)| raw == page.buffer());
+        if let (Some(i), Page::DataPage { buf, .. } | Page::DataPageV2 { buf, .. }) =
+            (early, &mut page)
+        {
+            *buf = self
+                .early
+                .swap_remove_back(i)
+                .map_or_else(|| buf.clone(), |(_, b)| b);
+            return Ok(page);
         }
         let page = self.decompress(page)?;
         // A page not read ahead must not use the entries left out.

@@ -16,10 +16,11 @@
 
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::RowSelection;
-use parquet::basic::{Encoding, Type};
+use parquet::basic::{Compression, Encoding, Type};
 use parquet::column::page::Page;
 use parquet::encodings::rle::RleDecoder;
 use parquet::errors::{ParquetError, Result};
+use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::page_index::offset_index::PageLocation;
 use parquet::schema::types::ColumnDescriptor;
 
@@ -68,9 +69,15 @@ pub(super) fn pages_read(
         .then_some(pages)
 }
 
-/// Whether a dictionary of `column` can be cut: all but booleans, which have none.
-pub(super) fn cuttable(column: &ColumnDescriptor) -> bool {
-    column.physical_type() != Type::BOOLEAN
+/// Whether `chunk`'s dictionary can be cut: it has one, of values other than booleans,
+/// and its codec's streams can be decompressed in part (Snappy, Zstandard).
+pub(super) fn cuttable(chunk: &ColumnChunkMetaData) -> bool {
+    chunk.dictionary_page_offset().is_some()
+        && chunk.column_descr().physical_type() != Type::BOOLEAN
+        && matches!(
+            chunk.compression(),
+            Compression::SNAPPY | Compression::ZSTD(_)
+        )
 }
 
 /// Where the first `entries` byte arrays of a plain-encoded dictionary end in `start`

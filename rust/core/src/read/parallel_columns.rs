@@ -25,7 +25,6 @@ use arrow_select::concat::concat_batches;
 use arrow_select::filter::filter_record_batch;
 use parquet::arrow::arrow_reader::{RowSelection, RowSelectionPolicy};
 use parquet::arrow::ProjectionMask;
-use parquet::basic::Compression;
 use parquet::file::metadata::ParquetMetaData;
 use parquet::file::reader::ChunkReader;
 
@@ -102,16 +101,12 @@ impl Selected<'_> {
             .and_then(|c| c.get(rg))
             .and_then(|c| c.get(leaf))
             .is_some_and(|c| c.is_sorted());
-        let codec = matches!(
-            chunk.compression(),
-            Compression::SNAPPY | Compression::ZSTD(_)
-        );
         let (Some(dictionary), Some(oi)) =
             (dictionary_range(md, rg, leaf), offset_index(md, rg, leaf))
         else {
             return 0;
         };
-        if !in_order || !codec || !cuttable(chunk.column_descr()) {
+        if !in_order || !cuttable(chunk) {
             return 0;
         }
         let bounds = page_boundaries(oi, self.rows);
@@ -430,7 +425,7 @@ mod tests {
         ])
         .unwrap();
         let props = parquet::file::properties::WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
+            .set_compression(parquet::basic::Compression::SNAPPY)
             .set_dictionary_page_size_limit(1 << 20)
             .set_data_page_row_count_limit(1000)
             .set_write_batch_size(1000)
