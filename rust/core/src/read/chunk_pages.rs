@@ -11,7 +11,8 @@
 //!
 //! Where a read uses only a few pages of a chunk and its dictionary is large, those pages
 //! are decompressed before the dictionary, so that only the dictionary entries they use
-//! are decompressed ([`super::dictionary_prefix`]).
+//! are decompressed ([`super::dictionary_prefix`]). A page whose rows a read takes only
+//! from its start has only its start decompressed ([`super::page_prefix`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -36,6 +37,7 @@ use super::page_buffers;
 use super::page_codec::{
     page_limit, snappy_into, snappy_len, zstd_declared, zstd_into, zstd_prefix,
 };
+use super::page_prefix::{page_start, Runs};
 use super::reader_builder;
 use super::snappy_prefix::snappy_prefix;
 use crate::metadata::page_index::offset_index;
@@ -160,6 +162,15 @@ pub(super) fn page_reader<F: ChunkReader + 'static>(
                 held,
                 keep: false,
             };
+            // A read by runs takes from each page the rows up to its last selected one.
+            let runs = match (&locations, selected) {
+                (Some(locations), Some(selected)) if !mask => Some(PageRows {
+                    firsts: locations.iter().map(|p| p.first_row_index as u64).collect(),
+                    rows: rows as u64,
+                    runs: Runs::of(selected),
+                }),
+                _ => None,
+            };
             Box::new(OwnPages {
                 pages: SerializedPageReader::new(Arc::new(taking), &bare, rows, locations)?,
                 codec,
@@ -171,6 +182,8 @@ pub(super) fn page_reader<F: ChunkReader + 'static>(
                 ahead,
                 early: VecDeque::new(),
                 cut: None,
+                runs,
+                at: 0,
             })
         }
         _ => Box::new(SerializedPageReader::new(file, chunk, rows, locations)?),
@@ -290,6 +303,28 @@ struct OwnPages<F: ChunkReader> {
     early: VecDeque<(Bytes, Bytes)>,
     /// The dictionary entries decoded, when fewer than the chunk's.
     cut: Option<usize>,
+    /// The rows a read by runs takes from each page; `None` for other reads.
+    runs: Option<PageRows>,
+    /// The position of the next data page in the chunk.
+    at: usize,
+}
+
+/// Where a chunk's pages start, and the runs of rows a read takes.
+struct PageRows {
+    firsts: Vec<u64>,
+    rows: u64,
+    runs: Runs,
+}
+
+impl PageRows {
+    /// How many rows of page `at` the read takes, from its first to its last selected,
+    /// and how many the offset index says it holds.
+    fn used(&self, at: usize) -> Option<(usize, usize)> {
+        let first = *self.firsts.get(at)?;
+        let end = self.firsts.get(at + 1).copied().unwrap_or(self.rows);
+        let used = usize::try_from(self.runs.used(first, end)?).ok()?;
+        Some((used, usize::try_from(end.checked_sub(first)?).ok()?))
+    }
 }
 
 /// A second reader of the chunk's pages, and the positions of those a read uses, in
@@ -300,8 +335,8 @@ struct Ahead<F: ChunkReader> {
 }
 
 impl<F: ChunkReader> Ahead<F> {
-    /// The pages the read may use, raw (described as uncompressed).
-    fn raw_pages(mut self) -> Result<Vec<Page>> {
+    /// The pages the read may use, raw (described as uncompressed), with their positions.
+    fn raw_pages(mut self) -> Result<Vec<(usize, Page)>> {
         let mut out = Vec::with_capacity(self.read.len());
         let (mut at, end) = (0, self.read.last().map_or(0, |p| p + 1));
         while at < end {
@@ -312,7 +347,7 @@ impl<F: ChunkReader> Ahead<F> {
                 self.pages.skip_next_page()?;
             } else {
                 match self.pages.get_next_page()? {
-                    Some(page) => out.push(page),
+                    Some(page) => out.push((at, page)),
                     None => break,
                 }
             }
@@ -331,6 +366,17 @@ impl<F: ChunkReader> Iterator for OwnPages<F> {
 }
 
 impl<F: ChunkReader> OwnPages<F> {
+    /// Data page `at`, raw from the crate's reader, decompressed: only its start when the
+    /// read takes only the rows there.
+    fn decompress_data(&self, page: Page, at: usize) -> Result<Page> {
+        if let Some((rows, of)) = self.runs.as_ref().and_then(|r| r.used(at)) {
+            if let Some(start) = page_start(&page, self.codec, &self.column, rows, of)? {
+                return Ok(start);
+            }
+        }
+        self.decompress(page)
+    }
+
     /// `page`, raw from the crate's reader, decompressed.
     fn decompress(&self, page: Page) -> Result<Page> {
         let (whole, packed) = self.sizes;
@@ -379,9 +425,9 @@ impl<F: ChunkReader> OwnPages<F> {
             None => all / 2,
         };
         let mut used = 0;
-        for raw in ahead.raw_pages()? {
+        for (at, raw) in ahead.raw_pages()? {
             let body = raw.buffer().clone();
-            let page = self.decompress(raw)?;
+            let page = self.decompress_data(raw, at)?;
             if used <= most {
                 used = match entries_used(&page, &self.column, most) {
                     Ok(n) => used.max(n),
@@ -426,8 +472,9 @@ impl<F: ChunkReader> OwnPages<F> {
         })
     }
 
-    /// The data page `page` (raw) decompressed: kept from before its dictionary, or now.
-    fn data(&mut self, mut page: Page) -> Result<Page> {
+    /// The data page `page` (raw), at position `at`, decompressed: kept from before its
+    /// dictionary, or now.
+    fn data(&mut self, mut page: Page, at: usize) -> Result<Page> {
         let early = self.early.iter().position(|(raw, _)| raw == page.buffer());
         if let (Some(i), Page::DataPage { buf, .. } | Page::DataPageV2 { buf, .. }) =
             (early, &mut page)
@@ -438,7 +485,7 @@ impl<F: ChunkReader> OwnPages<F> {
                 .map_or_else(|| buf.clone(), |(_, b)| b);
             return Ok(page);
         }
-        let page = self.decompress(page)?;
+        let page = self.decompress_data(page, at)?;
         // A page not read ahead must not use the entries left out.
         if let Some(entries) = self.cut {
             let used = entries_used(&page, &self.column, entries)?;
@@ -456,7 +503,10 @@ impl<F: ChunkReader> PageReader for OwnPages<F> {
     fn get_next_page(&mut self) -> Result<Option<Page>> {
         match self.pages.get_next_page()? {
             Some(page @ Page::DictionaryPage { .. }) => self.dictionary(page).map(Some),
-            Some(page) => self.data(page).map(Some),
+            Some(page) => {
+                self.at += 1;
+                self.data(page, self.at - 1).map(Some)
+            }
             None => Ok(None),
         }
     }
@@ -466,6 +516,9 @@ impl<F: ChunkReader> PageReader for OwnPages<F> {
     }
 
     fn skip_next_page(&mut self) -> Result<()> {
+        if self.pages.peek_next_page()?.is_some_and(|p| !p.is_dict) {
+            self.at += 1;
+        }
         self.pages.skip_next_page()
     }
 
@@ -804,6 +857,187 @@ mod tests {
                     assert!(ours.num_rows() > 0);
                 }
             }
+        }
+    }
+
+    /// Four columns of 40,000 rows in 5,000-row pages: a sorted key with NULLs and a
+    /// required one (dictionary encoded), strings and doubles with NULLs (plain).
+    fn mixed(version: WriterVersion, codec: Compression) -> Bytes {
+        let n = 40_000i64;
+        let keys: ArrayRef = Arc::new(Int64Array::from_iter(
+            (0..n).map(|i| (i % 7 != 3).then_some(i / 3)),
+        ));
+        let required: ArrayRef = Arc::new(arrow_array::Int32Array::from_iter_values(
+            (0..n).map(|i| (i * 7919 % 5000) as i32),
+        ));
+        let strings: ArrayRef = Arc::new(StringArray::from_iter((0..n).map(|i| {
+            (i % 11 != 5)
+                .then(|| format!("comment {} {}", i * 31 % 977, "x".repeat((i % 40) as usize)))
+        })));
+        let doubles: ArrayRef = Arc::new(arrow_array::Float64Array::from_iter(
+            (0..n).map(|i| (i % 5 != 1).then_some(i as f64 * 1.5)),
+        ));
+        let batch = RecordBatch::try_from_iter([
+            ("k", keys),
+            ("r", required),
+            ("s", strings),
+            ("d", doubles),
+        ])
+        .unwrap();
+        let plain = |c: &str| parquet::schema::types::ColumnPath::from(c);
+        let props = WriterProperties::builder()
+            .set_writer_version(version)
+            .set_compression(codec)
+            .set_data_page_row_count_limit(5000)
+            .set_write_batch_size(1000)
+            .set_column_dictionary_enabled(plain("s"), false)
+            .set_column_dictionary_enabled(plain("d"), false)
+            .build();
+        let mut out = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        Bytes::from(out)
+    }
+
+    /// The data pages of leaf `leaf` handed to a reader of `selected` by runs (empty for
+    /// a page it skips, holding no selected row).
+    fn data_pages(bytes: &Bytes, leaf: usize, selected: Option<&RowSelection>) -> Vec<Bytes> {
+        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+        let meta = ArrowReaderMetadata::load(bytes, options).unwrap();
+        let md = meta.metadata();
+        let rows = md.row_group(0).num_rows() as u64;
+        let firsts: Vec<u64> = offset_index(md, 0, leaf)
+            .unwrap()
+            .page_locations()
+            .iter()
+            .map(|p| p.first_row_index as u64)
+            .collect();
+        let runs = selected.map(Runs::of);
+        let mut pages = page_reader(Arc::new(bytes.clone()), md, 0, leaf, selected, false).unwrap();
+        let mut lengths = Vec::new();
+        while let Some(next) = pages.peek_next_page().unwrap() {
+            let at = lengths.len();
+            let end = firsts.get(at + 1).copied().unwrap_or(rows);
+            let read = runs
+                .as_ref()
+                .is_none_or(|r| r.used(firsts[at], end).is_some());
+            if next.is_dict || read {
+                match pages.get_next_page().unwrap().unwrap() {
+                    Page::DictionaryPage { .. } => {}
+                    page => lengths.push(page.buffer().clone()),
+                }
+            } else {
+                pages.skip_next_page().unwrap();
+                lengths.push(Bytes::new());
+            }
+        }
+        lengths
+    }
+
+    #[test]
+    fn pages_read_from_their_start_decompress_only_it_and_read_as_the_crate_does() {
+        let select = |s: Vec<RowSelector>| RowSelection::from(s);
+        let selections = [
+            // One row at a page's start; the first rows of a page; runs ending early in
+            // a page; a run across a page's end; a page's last row; a whole page; rows
+            // of three pages.
+            select(vec![RowSelector::skip(15_000), RowSelector::select(1)]),
+            select(vec![RowSelector::select(5)]),
+            select(vec![
+                RowSelector::skip(25_010),
+                RowSelector::select(3),
+                RowSelector::skip(40),
+                RowSelector::select(100),
+                RowSelector::skip(20),
+                RowSelector::select(1),
+            ]),
+            select(vec![RowSelector::skip(34_990), RowSelector::select(30)]),
+            select(vec![RowSelector::skip(4999), RowSelector::select(1)]),
+            select(vec![RowSelector::skip(10_000), RowSelector::select(5000)]),
+            select(vec![
+                RowSelector::skip(150),
+                RowSelector::select(2),
+                RowSelector::skip(19_000),
+                RowSelector::select(7),
+                RowSelector::skip(19_500),
+                RowSelector::select(1),
+            ]),
+        ];
+        let versions = [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0];
+        let codecs = [Compression::SNAPPY, Compression::ZSTD(ZstdLevel::default())];
+        for (version, codec) in versions.into_iter().flat_map(|v| codecs.map(|c| (v, c))) {
+            let bytes = mixed(version, codec);
+            let options =
+                ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+            let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
+            for rows in &selections {
+                let ours = read_ours(
+                    &bytes,
+                    &meta,
+                    Some(rows.clone()),
+                    RowSelectionPolicy::Selectors,
+                );
+                let theirs = read_theirs(&bytes, &meta, Some(rows.clone()));
+                assert_eq!(ours, theirs, "{version:?} {codec:?} {rows:?}");
+                assert_eq!(ours.num_rows(), rows.row_count());
+            }
+            // The page holding row 15,000 alone is shorter than whole in every column but
+            // the plain doubles, where filler of zeros follows the first.
+            for leaf in 0..4 {
+                let whole = data_pages(&bytes, leaf, None);
+                let start = data_pages(&bytes, leaf, Some(&selections[0]));
+                let (start, whole) = (&start[3], &whole[3]);
+                let tail = whole.len() - 1000..;
+                let v2 = version == WriterVersion::PARQUET_2_0;
+                if leaf == 3 {
+                    assert_eq!(start.len(), whole.len());
+                    assert!(start[tail.clone()].iter().all(|b| *b == 0));
+                    assert!(whole[tail].iter().any(|b| *b != 0));
+                } else if !v2 || leaf == 0 {
+                    // (Version 2 pages the writer may keep uncompressed, where compressing
+                    // would not make them smaller, and strings it delta encodes.)
+                    let (start, whole) = (start.len(), whole.len());
+                    assert!(
+                        start * 4 < whole,
+                        "{version:?} {codec:?} {leaf}: {start} {whole}"
+                    );
+                }
+                let pages = |s: &RowSelection| data_pages(&bytes, leaf, Some(s));
+                // The page whose last row is read, or all of whose rows are, is whole.
+                let whole = data_pages(&bytes, leaf, None);
+                assert!(pages(&selections[4])[0] == whole[0]);
+                assert!(pages(&selections[5])[2] == whole[2]);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(24))]
+        /// Any runs of rows read from pages' starts are the rows the crate reads whole.
+        #[test]
+        fn any_runs_read_from_pages_starts_match_the_crates_reader(
+            runs in proptest::collection::vec((0usize..6000, 1usize..40), 1..6),
+            v2 in proptest::bool::ANY,
+        ) {
+            let version = if v2 { WriterVersion::PARQUET_2_0 } else { WriterVersion::PARQUET_1_0 };
+            let bytes = mixed(version, Compression::SNAPPY);
+            let options =
+                ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+            let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
+            let mut selectors = Vec::new();
+            let mut at = 0;
+            for (skip, select) in runs {
+                let select = select.min(40_000 - at - skip.min(40_000 - at));
+                let skip = skip.min(40_000 - at);
+                selectors.push(RowSelector::skip(skip));
+                selectors.push(RowSelector::select(select));
+                at += skip + select;
+            }
+            let rows = RowSelection::from(selectors);
+            let ours = read_ours(&bytes, &meta, Some(rows.clone()), RowSelectionPolicy::Selectors);
+            proptest::prop_assert_eq!(ours.num_rows(), rows.row_count());
+            proptest::prop_assert_eq!(ours, read_theirs(&bytes, &meta, Some(rows)));
         }
     }
 

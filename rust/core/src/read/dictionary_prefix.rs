@@ -70,14 +70,20 @@ pub(super) fn pages_read(
 }
 
 /// Whether `chunk`'s dictionary can be cut: it has one, of values other than booleans,
-/// and its codec's streams can be decompressed in part (Snappy, Zstandard).
+/// and its pages can be decompressed in part.
 pub(super) fn cuttable(chunk: &ColumnChunkMetaData) -> bool {
     chunk.dictionary_page_offset().is_some()
         && chunk.column_descr().physical_type() != Type::BOOLEAN
-        && matches!(
-            chunk.compression(),
-            Compression::SNAPPY | Compression::ZSTD(_)
-        )
+        && in_part(chunk)
+}
+
+/// Whether the start of `chunk`'s pages can be decompressed alone: its codec's streams
+/// are written in order (Snappy, Zstandard).
+pub(super) fn in_part(chunk: &ColumnChunkMetaData) -> bool {
+    matches!(
+        chunk.compression(),
+        Compression::SNAPPY | Compression::ZSTD(_)
+    )
 }
 
 /// Where the first `entries` byte arrays of a plain-encoded dictionary end in `start`

@@ -18,6 +18,7 @@ mod integer_columns;
 mod page_buffers;
 mod page_codec;
 pub mod page_guard;
+mod page_prefix;
 mod parallel_columns;
 mod predicate_first;
 pub mod shared_pages;

@@ -11,11 +11,13 @@
 //!
 //! When the predicate reads a single page of each of its columns, the rows will most
 //! likely match (the page's statistics, and bloom filters, let the value through). A
-//! spare thread whose columns also have a single selected page each then reads them
-//! while the predicate is being evaluated, and drops the rows that do not match after:
-//! a page is decompressed whole however few of its rows are read, so this costs little
-//! more than waiting and, unless no row matches, reads no page the matching rows would
-//! not. Other spare threads wait for the matching rows.
+//! spare thread whose columns also have a single selected page each, each decompressed
+//! whole however few of its rows are read (a codec other than Snappy and Zstandard, or
+//! no offset index), then reads them while the predicate is being evaluated, and drops
+//! the rows that do not match after: this costs little more than waiting and, unless no
+//! row matches, reads no page the matching rows would not. Other spare threads wait for
+//! the matching rows: of a Snappy or Zstandard page, only the start up to the last of
+//! them is decompressed ([`super::page_prefix`]), often a small part.
 
 use std::sync::Arc;
 
@@ -36,7 +38,7 @@ use crate::plan::RowRanges;
 use crate::read::byte_ranges;
 use crate::read::chunk_pages;
 use crate::read::dictionary::selected_pages;
-use crate::read::dictionary_prefix::{cuttable, MAX_PAGES};
+use crate::read::dictionary_prefix::{cuttable, in_part, MAX_PAGES};
 use crate::read::predicate_first::{mismatch, predicate_pass, slices, Batches, Matched, Unit};
 use crate::threads;
 
@@ -127,6 +129,16 @@ impl Selected<'_> {
         len - len * (last as u64 + 1) / pages as u64
     }
 
+    /// Whether any of `leaves` may have only the start of its pages decompressed, for the
+    /// matching rows alone (`super::page_prefix`): a share holding one is better read
+    /// after the predicate pass than before it, from the whole pages.
+    fn read_in_part(&self, leaves: &[usize]) -> bool {
+        leaves.iter().any(|leaf| {
+            in_part(self.md.row_group(self.row_group).column(*leaf))
+                && offset_index(self.md, self.row_group, *leaf).is_some()
+        })
+    }
+
     /// Whether each of `leaves` has one selected page at most.
     fn one_page_each(&self, leaves: &[usize]) -> bool {
         leaves.iter().all(|leaf| {
@@ -165,9 +177,14 @@ pub(super) fn shares(
         let spare: Vec<Share> = groups
             .into_iter()
             .filter(|g| !g.is_empty())
-            .map(|roots| Share {
-                early: early && at.one_page_each(&leaves_of(&roots)),
-                roots,
+            .map(|roots| {
+                let leaves = leaves_of(&roots);
+                Share {
+                    early: early
+                        && at.one_page_each(&leaves)
+                        && (predicate_leaves.is_empty() || !at.read_in_part(&leaves)),
+                    roots,
+                }
             })
             .collect();
         (own, spare)
@@ -324,10 +341,14 @@ mod tests {
     /// Six columns of 10,000 rows in one page each; column `c` takes values below
     /// `8^c`, so each compresses to more bytes than the one before.
     fn six_columns(dir: &std::path::Path) -> ParquetMetaData {
-        six_columns_in_pages(dir, 20_000)
+        six_columns_in_pages(dir, 20_000, "uncompressed")
     }
 
-    fn six_columns_in_pages(dir: &std::path::Path, page_rows: usize) -> ParquetMetaData {
+    fn six_columns_in_pages(
+        dir: &std::path::Path,
+        page_rows: usize,
+        codec: &str,
+    ) -> ParquetMetaData {
         let rows = 10_000i64;
         let fields: Vec<Field> = (0..6)
             .map(|c| Field::new(format!("c{c}"), DataType::Int64, false))
@@ -342,11 +363,12 @@ mod tests {
             })
             .collect();
         let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
-        let path = dir.join(format!("six-{page_rows}.parquet"));
+        let path = dir.join(format!("six-{page_rows}-{codec}.parquet"));
         let path = path.to_string_lossy().into_owned();
         let reader = RecordBatchIterator::new(vec![Ok(batch)], schema);
         let opts = crate::write::WriteOptions {
             page_row_limit: Some(page_rows),
+            compression: codec.into(),
             ..Default::default()
         };
         crate::write::write(Box::new(reader), &path, &opts).unwrap();
@@ -469,7 +491,7 @@ mod tests {
     fn spare_threads_wait_when_the_predicate_reads_several_pages() {
         let dir = tempfile::tempdir().unwrap();
         let md = six_columns(dir.path());
-        let many = six_columns_in_pages(dir.path(), 1_000);
+        let many = six_columns_in_pages(dir.path(), 1_000, "uncompressed");
         let rows = md.row_group(0).num_rows() as u64;
         let early = |md: &ParquetMetaData, ranges: &RowRanges| {
             let at = Selected {
@@ -490,5 +512,11 @@ mod tests {
         assert_eq!(early(&many, &one_page), [true, true]);
         let two_pages = RowRanges::from_ranges(std::iter::once(1_500..2_500));
         assert_eq!(early(&many, &two_pages), [false, false]);
+        // Pages of which only the start up to the matching rows may be decompressed:
+        // the matching rows are waited for.
+        for codec in ["snappy", "zstd"] {
+            let md = six_columns_in_pages(dir.path(), 1_000, codec);
+            assert_eq!(early(&md, &one_page), [false, false], "{codec}");
+        }
     }
 }

@@ -1,0 +1,446 @@
+//! The start of a data page: the rows a read takes from it, then values no read takes.
+//!
+//! A lookup's rows are often near the start of their page (a sorted key's first values, a
+//! range ending early in a page), yet each page of each column it returns is decompressed
+//! whole. Read by runs, the record reader decodes a page's values up to the last row it
+//! selects there, and skips the rest of the page without decoding it. So only the start
+//! of such a page is decompressed here: its levels, whole, and the values of its rows up to
+//! the last one read. After them come filler values, as many as the page has rows after
+//! them: a run of dictionary key 0, fixed-width values, or byte arrays of no bytes. The
+//! page handed on is thus a valid page of the number of values its header gives, decoded
+//! or skipped like any other however a reader goes through it; the rows holding filler
+//! are not selected, so never returned.
+//!
+//! Flat columns only (a row is a level), pages whose levels are RLE encoded, and values
+//! plain or dictionary encoded. The start is decompressed to a guess from the rows' share
+//! of the page; where the guess falls short, or the rows are most of the page, the page
+//! is decompressed whole instead.
+
+use std::ops::Range;
+
+use parquet::arrow::arrow_reader::RowSelection;
+use parquet::basic::{Compression, Encoding};
+use parquet::column::page::Page;
+use parquet::encodings::rle::RleDecoder;
+use parquet::errors::Result;
+use parquet::schema::types::ColumnDescriptor;
+
+use super::dictionary_prefix::{byte_arrays_end, entry_width};
+use super::page_buffers;
+use super::page_codec::{snappy_len, zstd_declared, zstd_prefix};
+use super::snappy_prefix::snappy_prefix;
+
+/// The rows a read by runs selects, as ranges in order.
+pub(super) struct Runs(Vec<Range<u64>>);
+
+impl Runs {
+    pub(super) fn of(selection: &RowSelection) -> Self {
+        let mut runs = Vec::new();
+        let mut at = 0u64;
+        for s in selection.iter() {
+            let end = at.saturating_add(s.row_count as u64);
+            if !s.skip && end > at {
+                runs.push(at..end);
+            }
+            at = end;
+        }
+        Runs(runs)
+    }
+
+    /// How many rows of the page holding rows `first..end` a read takes, counted from its
+    /// first up to the last selected; `None` when none is selected.
+    pub(super) fn used(&self, first: u64, end: u64) -> Option<u64> {
+        let before = self.0.partition_point(|r| r.start < end);
+        let last = self.0[..before].last()?;
+        (last.end > first).then(|| last.end.min(end) - first)
+    }
+}
+
+/// The raw data page `page` (its values compressed with `codec`), of `of` rows as the
+/// offset index says, with only its start decompressed: the values of its first `rows`
+/// rows, then filler. `None` where the page is not of a kind this serves, its header
+/// disagrees with the offset index, the rows are most of it, or the start decompressed
+/// does not hold them: the page is then to be decompressed whole.
+pub(super) fn page_start(
+    page: &Page,
+    codec: Compression,
+    column: &ColumnDescriptor,
+    rows: usize,
+    of: usize,
+) -> Result<Option<Page>> {
+    let flat = column.max_rep_level() == 0;
+    let codec_ok = matches!(codec, Compression::SNAPPY | Compression::ZSTD(_));
+    let values = match page {
+        Page::DataPage { num_values, .. } | Page::DataPageV2 { num_values, .. } => {
+            *num_values as usize
+        }
+        Page::DictionaryPage { .. } => return Ok(None),
+    };
+    if !flat || !codec_ok || values != of {
+        return Ok(None);
+    }
+    let max_def = column.max_def_level();
+    // The bytes kept as they are (a version 2 page's levels), and the compressed rest.
+    let (kept, body) = match page {
+        Page::DataPage {
+            buf,
+            def_level_encoding,
+            ..
+        } => {
+            if max_def > 0 && *def_level_encoding != Encoding::RLE {
+                return Ok(None);
+            }
+            (0, &buf[..])
+        }
+        Page::DataPageV2 {
+            buf,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            is_compressed: true,
+            ..
+        } => {
+            let kept = *def_levels_byte_len as usize + *rep_levels_byte_len as usize;
+            match buf.get(kept..) {
+                Some(body) => (kept, body),
+                None => return Ok(None),
+            }
+        }
+        _ => return Ok(None),
+    };
+    let encoding = match page {
+        Page::DataPage { encoding, .. } | Page::DataPageV2 { encoding, .. } => *encoding,
+        Page::DictionaryPage { .. } => return Ok(None),
+    };
+    if body.is_empty() {
+        return Ok(None);
+    }
+    let Some(size) = declared(codec, body)? else {
+        return Ok(None);
+    };
+    // Where the values start in a page's start, how many the rows hold, and how many the
+    // page holds.
+    let values_of = |out: &[u8]| -> Result<Option<(usize, usize, usize)>> {
+        if max_def == 0 {
+            return Ok(Some((kept, rows, values)));
+        }
+        if let Page::DataPageV2 {
+            rep_levels_byte_len,
+            num_nulls,
+            ..
+        } = page
+        {
+            let levels = &out[*rep_levels_byte_len as usize..kept];
+            let all = values.saturating_sub(*num_nulls as usize);
+            return Ok(Some((kept, present(levels, max_def, rows)?, all)));
+        }
+        // Version 1: the definition levels' length (4 bytes little-endian), then them.
+        let Some(len) = out.get(..4) else {
+            return Ok(None);
+        };
+        let end = 4 + u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        let Some(levels) = out.get(4..end) else {
+            return Ok(None);
+        };
+        let all = present(levels, max_def, values)?;
+        Ok(Some((end, present(levels, max_def, rows)?, all)))
+    };
+    let Some(mut start) = worth_it(size, rows, values) else {
+        return Ok(None);
+    };
+    loop {
+        let mut out = page_buffers::take(kept + start);
+        if out.len() < kept + start {
+            out.resize(kept + start, 0);
+        }
+        out.truncate(kept + start);
+        out[..kept].copy_from_slice(&page.buffer()[..kept]);
+        decompress_start(codec, body, &mut out[kept..])?;
+        if let Some((from, present, all)) = values_of(&out)? {
+            if let Some(end) = values_end(&out[from..], encoding, column, present) {
+                out.truncate(from + end);
+                fill(
+                    &mut out,
+                    from,
+                    encoding,
+                    column,
+                    all.saturating_sub(present),
+                );
+                let len = out.len();
+                return Ok(Some(with_body(page, page_buffers::page(out, len))));
+            }
+        }
+        // The guess fell short: twice as much, while that is worth it.
+        start = start.saturating_mul(2);
+        if start.saturating_mul(4) > size.saturating_mul(3) {
+            return Ok(None);
+        }
+    }
+}
+
+/// `page` with `buf` for its body.
+fn with_body(page: &Page, buf: bytes::Bytes) -> Page {
+    let mut page = page.clone();
+    if let Page::DataPage { buf: b, .. } | Page::DataPageV2 { buf: b, .. } = &mut page {
+        *b = buf;
+    }
+    page
+}
+
+/// The bytes to decompress for the first `rows` of `total` rows of a page that
+/// decompresses to `size`: their share and a quarter more, and 4 KiB. `None` when that
+/// is most of the page, or `rows` are more than it holds.
+fn worth_it(size: usize, rows: usize, total: usize) -> Option<usize> {
+    if rows > total || total == 0 {
+        return None;
+    }
+    let share = (size as u128 * rows as u128 / total as u128) as usize;
+    let start = share.saturating_add(share / 4).saturating_add(4096);
+    (start.saturating_mul(4) <= size.saturating_mul(3)).then_some(start)
+}
+
+/// The size the compressed `body` declares; `None` for a Zstandard frame that does not.
+fn declared(codec: Compression, body: &[u8]) -> Result<Option<usize>> {
+    Ok(match codec {
+        Compression::SNAPPY => Some(snappy_len(body)?),
+        _ => zstd_declared(body),
+    })
+}
+
+fn decompress_start(codec: Compression, body: &[u8], out: &mut [u8]) -> Result<()> {
+    match codec {
+        Compression::SNAPPY => snappy_prefix(body, out),
+        _ => zstd_prefix(body, out),
+    }
+}
+
+/// How many of the first `rows` RLE-encoded definition `levels` (of at most `max`) are
+/// `max`: the values those rows hold.
+fn present(levels: &[u8], max: i16, rows: usize) -> Result<usize> {
+    let width = (16 - max.leading_zeros()) as u8;
+    let mut decoder = RleDecoder::new(width);
+    decoder.set_data(bytes::Bytes::copy_from_slice(levels))?;
+    let mut batch = vec![0i16; rows.min(1024)];
+    let (mut left, mut present) = (rows, 0);
+    while left > 0 {
+        let n = left.min(batch.len());
+        let got = decoder.get_batch(&mut batch[..n])?;
+        present += batch[..got].iter().filter(|l| **l == max).count();
+        if got < n {
+            break;
+        }
+        left -= n;
+    }
+    Ok(present)
+}
+
+/// Where the first `count` values of `values` (encoded as `encoding`) end, if they end
+/// within it; `None` too for encodings this does not walk.
+fn values_end(
+    values: &[u8],
+    encoding: Encoding,
+    column: &ColumnDescriptor,
+    count: usize,
+) -> Option<usize> {
+    match encoding {
+        Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => keys_end(values, count),
+        Encoding::PLAIN => match entry_width(column) {
+            Some(width) => Some(count.checked_mul(width)?).filter(|end| *end <= values.len()),
+            None if column.physical_type() == parquet::basic::Type::BYTE_ARRAY => {
+                byte_arrays_end(values, count)
+            }
+            None => None,
+        },
+        _ => None,
+    }
+}
+
+/// Where the runs of dictionary keys (a bit width, then the RLE/bit-packed hybrid) that
+/// hold at least the first `count` keys end in `values`.
+fn keys_end(values: &[u8], count: usize) -> Option<usize> {
+    let width = usize::from(*values.first()?);
+    if width > 32 {
+        return None;
+    }
+    let (mut at, mut keys) = (1usize, 0usize);
+    while keys < count {
+        let (header, len) = varint(values.get(at..)?)?;
+        at += len;
+        let (n, bytes) = if header & 1 == 1 {
+            let groups = usize::try_from(header >> 1).ok()?;
+            (groups.checked_mul(8)?, groups.checked_mul(width)?)
+        } else {
+            (usize::try_from(header >> 1).ok()?, width.div_ceil(8))
+        };
+        if n == 0 {
+            return None;
+        }
+        keys = keys.checked_add(n)?;
+        at = at.checked_add(bytes)?;
+        if at > values.len() {
+            return None;
+        }
+    }
+    Some(at)
+}
+
+/// A ULEB128 integer of at most 32 bits at the start of `bytes`, and its length.
+fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, b) in bytes.iter().take(5).enumerate() {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// Append `count` filler values encoded as `encoding` to `out`, whose values start at
+/// `from`: one run of key 0 (in the keys' bit width, their first byte), or `count` byte
+/// arrays of no bytes, or fixed-width values of zeros.
+fn fill(
+    out: &mut Vec<u8>,
+    from: usize,
+    encoding: Encoding,
+    column: &ColumnDescriptor,
+    count: usize,
+) {
+    if count == 0 {
+        return;
+    }
+    match encoding {
+        Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
+            // The key run: its length, then key 0 in the bytes of the bit width.
+            let mut header = (count as u64) << 1;
+            while header >= 0x80 {
+                out.push((header as u8) | 0x80);
+                header >>= 7;
+            }
+            out.push(header as u8);
+            let width = usize::from(out[from]);
+            out.resize(out.len() + width.div_ceil(8), 0);
+        }
+        _ => {
+            let width = entry_width(column).unwrap_or(4);
+            out.resize(out.len() + count * width, 0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use parquet::arrow::arrow_reader::RowSelector;
+
+    use super::*;
+
+    #[test]
+    fn a_page_is_read_up_to_its_last_selected_row() {
+        let runs = Runs::of(&RowSelection::from(vec![
+            RowSelector::skip(10),
+            RowSelector::select(5),
+            RowSelector::skip(100),
+            RowSelector::select(1),
+            RowSelector::skip(84),
+            RowSelector::select(30),
+        ]));
+        // Pages of 100 rows: rows 10..15 and 115 in the second page's first 16.
+        assert_eq!(runs.used(0, 100), Some(15));
+        assert_eq!(runs.used(100, 200), Some(16));
+        // A run that crosses into the third page: its first 30 rows.
+        assert_eq!(runs.used(200, 300), Some(30));
+        assert_eq!(runs.used(300, 400), None);
+        let ends = Runs::of(&RowSelection::from(vec![
+            RowSelector::skip(99),
+            RowSelector::select(2),
+        ]));
+        assert_eq!(ends.used(0, 100), Some(100));
+        assert_eq!(ends.used(100, 200), Some(1));
+    }
+
+    #[test]
+    fn the_start_decompressed_is_the_rows_share_and_a_margin_unless_most_of_the_page() {
+        assert_eq!(worth_it(100_000, 100, 20_000), Some(500 + 125 + 4096));
+        assert_eq!(
+            worth_it(100_000, 10_000, 20_000),
+            Some(50_000 + 12_500 + 4096)
+        );
+        assert_eq!(worth_it(100_000, 15_000, 20_000), None);
+        assert_eq!(worth_it(5_000, 1, 20_000), None);
+        assert_eq!(worth_it(100_000, 20_001, 20_000), None);
+        assert_eq!(worth_it(100_000, 1, 0), None);
+    }
+
+    /// Keys of bit width 5: a run of 3 keys of 7, two bit-packed groups (16 keys), a run
+    /// of 300 keys of 1.
+    fn keys() -> Vec<u8> {
+        let mut values = vec![5u8, 3 << 1, 7, (2 << 1) | 1];
+        values.extend_from_slice(&[0x21; 10]);
+        values.extend_from_slice(&[0xd8, 0x04, 1]);
+        values
+    }
+
+    #[test]
+    fn key_runs_are_walked_to_the_one_holding_the_last_key_wanted() {
+        let values = keys();
+        assert_eq!(keys_end(&values, 0), Some(1));
+        assert_eq!(keys_end(&values, 3), Some(3));
+        assert_eq!(keys_end(&values, 4), Some(14));
+        assert_eq!(keys_end(&values, 19), Some(14));
+        assert_eq!(keys_end(&values, 20), Some(17));
+        assert_eq!(keys_end(&values, 319), Some(17));
+        // Past the keys, cut short, a zero-length run, a width too large.
+        assert_eq!(keys_end(&values, 320), None);
+        assert_eq!(keys_end(&values[..12], 4), None);
+        assert_eq!(keys_end(&[5, 0, 7], 1), None);
+        assert_eq!(keys_end(&[33, 2, 7], 1), None);
+        assert_eq!(keys_end(&[], 0), None);
+        assert_eq!(varint(&[0xff; 6]), None);
+    }
+
+    #[test]
+    fn a_run_of_filler_keys_follows_the_keys_kept() {
+        let column = parquet::schema::types::ColumnDescriptor::new(
+            std::sync::Arc::new(
+                parquet::schema::types::Type::primitive_type_builder(
+                    "k",
+                    parquet::basic::Type::INT64,
+                )
+                .build()
+                .unwrap(),
+            ),
+            0,
+            0,
+            parquet::schema::types::ColumnPath::from("k"),
+        );
+        let values = keys();
+        let end = keys_end(&values, 4).unwrap();
+        let mut out = values[..end].to_vec();
+        fill(&mut out, 0, Encoding::RLE_DICTIONARY, &column, 1000);
+        let mut decoder = RleDecoder::new(5);
+        decoder
+            .set_data(bytes::Bytes::from(out[1..].to_vec()))
+            .unwrap();
+        let mut got = vec![0u32; 1100];
+        assert_eq!(decoder.get_batch(&mut got).unwrap(), 1019);
+        assert_eq!(&got[..3], &[7, 7, 7]);
+        assert!(got[19..1019].iter().all(|k| *k == 0));
+        // Plain values: zeros of the column's width.
+        let mut plain = vec![9u8; 16];
+        fill(&mut plain, 0, Encoding::PLAIN, &column, 3);
+        assert_eq!(plain.len(), 40);
+        assert!(plain[16..].iter().all(|b| *b == 0));
+    }
+
+    #[test]
+    fn present_values_are_the_levels_at_their_most() {
+        // Bit width 1: a bit-packed group of levels 1,0,1,1,0,1,1,1, then a run of 50 ones.
+        let levels = [(1 << 1) | 1, 0b1110_1101, 50 << 1, 1];
+        assert_eq!(present(&levels, 1, 0).unwrap(), 0);
+        assert_eq!(present(&levels, 1, 2).unwrap(), 1);
+        assert_eq!(present(&levels, 1, 8).unwrap(), 6);
+        assert_eq!(present(&levels, 1, 50).unwrap(), 48);
+        assert_eq!(present(&levels, 1, 58).unwrap(), 56);
+        // Fewer levels than rows: those there are.
+        assert_eq!(present(&levels, 1, 500).unwrap(), 56);
+    }
+}
