@@ -162,12 +162,16 @@ pub(super) fn page_reader<F: ChunkReader + 'static>(
                 held,
                 keep: false,
             };
-            // A read by runs takes from each page the rows up to its last selected one.
+            // A read by runs takes from each page the rows up to its last selected one; a
+            // read through a mask, every row up to the last selected of all.
             let runs = match (&locations, selected) {
-                (Some(locations), Some(selected)) if !mask => Some(PageRows {
+                (Some(locations), Some(selected)) => Some(PageRows {
                     firsts: locations.iter().map(|p| p.first_row_index as u64).collect(),
                     rows: rows as u64,
-                    runs: Runs::of(selected),
+                    runs: match mask {
+                        true => Runs::span(selected),
+                        false => Runs::of(selected),
+                    },
                 }),
                 _ => None,
             };
@@ -303,7 +307,8 @@ struct OwnPages<F: ChunkReader> {
     early: VecDeque<(Bytes, Bytes)>,
     /// The dictionary entries decoded, when fewer than the chunk's.
     cut: Option<usize>,
-    /// The rows a read by runs takes from each page; `None` for other reads.
+    /// The rows the read takes from each page; `None` for a read of every row, or
+    /// without an offset index.
     runs: Option<PageRows>,
     /// The position of the next data page in the chunk.
     at: usize,
@@ -903,6 +908,16 @@ mod tests {
     /// The data pages of leaf `leaf` handed to a reader of `selected` by runs (empty for
     /// a page it skips, holding no selected row).
     fn data_pages(bytes: &Bytes, leaf: usize, selected: Option<&RowSelection>) -> Vec<Bytes> {
+        data_pages_read(bytes, leaf, selected, false)
+    }
+
+    /// The same, read through a `mask` or not.
+    fn data_pages_read(
+        bytes: &Bytes,
+        leaf: usize,
+        selected: Option<&RowSelection>,
+        mask: bool,
+    ) -> Vec<Bytes> {
         let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
         let meta = ArrowReaderMetadata::load(bytes, options).unwrap();
         let md = meta.metadata();
@@ -982,6 +997,32 @@ mod tests {
                 assert_eq!(ours, theirs, "{version:?} {codec:?} {rows:?}");
                 assert_eq!(ours.num_rows(), rows.row_count());
             }
+            // Every other row of 1,800 from a page's start: the reader takes a mask, and
+            // decodes every row from the first selected to the last.
+            let scattered = RowSelection::from(
+                std::iter::once(RowSelector::skip(15_000))
+                    .chain((0..900).flat_map(|_| [RowSelector::select(1), RowSelector::skip(1)]))
+                    .chain([RowSelector::skip(23_200)])
+                    .collect::<Vec<_>>(),
+            );
+            assert!(uses_mask(RowSelectionPolicy::default(), Some(&scattered)));
+            let ours = read_ours(
+                &bytes,
+                &meta,
+                Some(scattered.clone()),
+                RowSelectionPolicy::default(),
+            );
+            assert_eq!(ours, read_theirs(&bytes, &meta, Some(scattered.clone())));
+            assert_eq!(ours.num_rows(), 900);
+            // The doubles' page holding them: filler after the rows read.
+            let start = data_pages_read(&bytes, 3, Some(&scattered), true);
+            let whole = data_pages(&bytes, 3, None);
+            let tail = whole[3].len() - 1000..;
+            assert!(
+                start[3][tail.clone()].iter().all(|b| *b == 0),
+                "{version:?} {codec:?}"
+            );
+            assert!(whole[3][tail].iter().any(|b| *b != 0));
             // The page holding row 15,000 alone is shorter than whole in every column but
             // the plain doubles, where filler of zeros follows the first.
             for leaf in 0..4 {

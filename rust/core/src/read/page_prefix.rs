@@ -47,6 +47,17 @@ impl Runs {
         Runs(runs)
     }
 
+    /// The rows a reader selecting `selection` through a mask may decode: every row from
+    /// the first selected to the last (it reads across the rows between, and never past
+    /// the last).
+    pub(super) fn span(selection: &RowSelection) -> Self {
+        let Runs(runs) = Runs::of(selection);
+        Runs(match (runs.first(), runs.last()) {
+            (Some(first), Some(last)) => vec![first.start..last.end],
+            _ => Vec::new(),
+        })
+    }
+
     /// How many rows of the page holding rows `first..end` a read takes, counted from its
     /// first up to the last selected; `None` when none is selected.
     pub(super) fn used(&self, first: u64, end: u64) -> Option<u64> {
@@ -355,6 +366,21 @@ mod tests {
         ]));
         assert_eq!(ends.used(0, 100), Some(100));
         assert_eq!(ends.used(100, 200), Some(1));
+        // Through a mask: every row from the first selected to the last.
+        let span = Runs::span(&RowSelection::from(vec![
+            RowSelector::skip(10),
+            RowSelector::select(5),
+            RowSelector::skip(100),
+            RowSelector::select(1),
+            RowSelector::skip(184),
+        ]));
+        assert_eq!(span.used(0, 100), Some(100));
+        assert_eq!(span.used(100, 200), Some(16));
+        assert_eq!(span.used(200, 300), None);
+        assert_eq!(
+            Runs::span(&RowSelection::from(vec![RowSelector::skip(5)])).used(0, 5),
+            None
+        );
     }
 
     #[test]
