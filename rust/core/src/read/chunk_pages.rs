@@ -928,8 +928,8 @@ mod tests {
             .iter()
             .map(|p| p.first_row_index as u64)
             .collect();
-        let runs = selected.map(Runs::of);
-        let mut pages = page_reader(Arc::new(bytes.clone()), md, 0, leaf, selected, false).unwrap();
+        let runs = selected.map(|s| if mask { Runs::span(s) } else { Runs::of(s) });
+        let mut pages = page_reader(Arc::new(bytes.clone()), md, 0, leaf, selected, mask).unwrap();
         let mut lengths = Vec::new();
         while let Some(next) = pages.peek_next_page().unwrap() {
             let at = lengths.len();

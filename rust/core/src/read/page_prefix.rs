@@ -52,10 +52,8 @@ impl Runs {
     /// the last).
     pub(super) fn span(selection: &RowSelection) -> Self {
         let Runs(runs) = Runs::of(selection);
-        Runs(match (runs.first(), runs.last()) {
-            (Some(first), Some(last)) => vec![first.start..last.end],
-            _ => Vec::new(),
-        })
+        let span = runs.first().zip(runs.last()).map(|(a, b)| a.start..b.end);
+        Runs(span.into_iter().collect())
     }
 
     /// How many rows of the page holding rows `first..end` a read takes, counted from its
