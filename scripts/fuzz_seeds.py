@@ -158,6 +158,43 @@ def write_spark(t: pa.Table, path: Path) -> None:
         spark.stop()
 
 
+def page_start_seeds(work: Path) -> None:
+    """Files of the table's columns in 1,500-row pages, ids in order: a lookup's rows at the
+    start of their pages, which are read only that far (``read::page_prefix``). Pages of
+    version 1 and Snappy, and of version 2 and Zstandard; numbers and names plain."""
+    n = 1_500
+    rng = random.Random(23)
+    start = dt.datetime(2024, 1, 1)
+    t = pa.table(
+        {
+            "id": pa.array([None if i % 37 == 5 else i for i in range(n)], pa.int64()),
+            "name": pa.array([None if i % 41 == 3 else f"n{i}" for i in range(n)], pa.string()),
+            "tag": pa.array([["red", "green", "blue"][i % 3] for i in range(n)], pa.string()),
+            "score": pa.array([rng.random() for _ in range(n)], pa.float64()),
+            "day": pa.array([dt.date(2024, 1, 1) + dt.timedelta(days=i % 200) for i in range(n)]),
+            "ts": pa.array(
+                [start + dt.timedelta(minutes=7 * i) for i in range(n)], pa.timestamp("us")
+            ),
+            "amount": pa.array(
+                [Decimal(i * 7 % 1000) / 100 for i in range(n)], pa.decimal128(9, 2)
+            ),
+            "flag": pa.array([None if i % 11 == 0 else i % 2 == 0 for i in range(n)], pa.bool_()),
+        }
+    )
+    for version, codec in (("1.0", "snappy"), ("2.0", "zstd")):
+        path = work / f"page-starts-v{version}-{codec}.parquet"
+        pq.write_table(
+            t,
+            path,
+            compression=codec,
+            data_page_version=version,
+            data_page_size=1 << 20,
+            use_dictionary=["id", "tag", "day", "flag"],
+            write_page_index=True,
+        )
+        save("scan_file", path.read_bytes(), path.stem)
+
+
 def save(target: str, data: bytes, name: str | None = None) -> None:
     d = FUZZ / "corpus" / target
     d.mkdir(parents=True, exist_ok=True)
@@ -301,6 +338,7 @@ def main() -> int:
         for key, text in pqindex.read_metadata(indexed).key_value_metadata().items():
             if key.startswith("pqindex.index."):
                 save("locator", text.encode())
+        page_start_seeds(work)
         index_seeds(fixture, work)
         catalog_seeds(fixture, work)
         units_seeds(fixture, work)

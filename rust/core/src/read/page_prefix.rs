@@ -27,7 +27,7 @@ use parquet::schema::types::ColumnDescriptor;
 
 use super::dictionary_prefix::{byte_arrays_end, entry_width};
 use super::page_buffers;
-use super::page_codec::{snappy_len, zstd_declared, zstd_prefix};
+use super::page_codec::{page_limit, snappy_len, zstd_declared, zstd_prefix};
 use super::snappy_prefix::snappy_prefix;
 
 /// The rows a read by runs selects, as ranges in order.
@@ -59,6 +59,9 @@ impl Runs {
     /// How many rows of the page holding rows `first..end` a read takes, counted from its
     /// first up to the last selected; `None` when none is selected.
     pub(super) fn used(&self, first: u64, end: u64) -> Option<u64> {
+        if end <= first {
+            return None;
+        }
         let before = self.0.partition_point(|r| r.start < end);
         let last = self.0[..before].last()?;
         (last.end > first).then(|| last.end.min(end) - first)
@@ -207,11 +210,12 @@ fn worth_it(size: usize, rows: usize, total: usize) -> Option<usize> {
     (start.saturating_mul(4) <= size.saturating_mul(3)).then_some(start)
 }
 
-/// The size the compressed `body` declares; `None` for a Zstandard frame that does not.
+/// The size the compressed `body` declares; `None` for a Zstandard frame that does not,
+/// or that declares more than its bytes can hold (Snappy's is refused then).
 fn declared(codec: Compression, body: &[u8]) -> Result<Option<usize>> {
     Ok(match codec {
         Compression::SNAPPY => Some(snappy_len(body)?),
-        _ => zstd_declared(body),
+        _ => zstd_declared(body).filter(|size| *size <= page_limit(codec, body.len())),
     })
 }
 
@@ -466,5 +470,80 @@ mod tests {
         assert_eq!(present(&levels, 1, 58).unwrap(), 56);
         // Fewer levels than rows: those there are.
         assert_eq!(present(&levels, 1, 500).unwrap(), 56);
+    }
+
+    fn int64(name: &str) -> ColumnDescriptor {
+        ColumnDescriptor::new(
+            std::sync::Arc::new(
+                parquet::schema::types::Type::primitive_type_builder(
+                    name,
+                    parquet::basic::Type::INT64,
+                )
+                .build()
+                .unwrap(),
+            ),
+            0,
+            0,
+            parquet::schema::types::ColumnPath::from(name),
+        )
+    }
+
+    fn plain_page(body: Vec<u8>, values: u32) -> Page {
+        Page::DataPage {
+            buf: bytes::Bytes::from(body),
+            num_values: values,
+            encoding: Encoding::PLAIN,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        }
+    }
+
+    #[test]
+    fn the_start_of_a_plain_page_then_zeros() {
+        let values: Vec<u8> = (1..=20_000i64).flat_map(|v| v.to_le_bytes()).collect();
+        let zstd = Compression::ZSTD(Default::default());
+        for (codec, body) in [
+            (
+                Compression::SNAPPY,
+                snap::raw::Encoder::new().compress_vec(&values).unwrap(),
+            ),
+            (zstd, zstd::bulk::compress(&values, 3).unwrap()),
+        ] {
+            let page = plain_page(body, 20_000);
+            let start = page_start(&page, codec, &int64("v"), 100, 20_000)
+                .unwrap()
+                .unwrap();
+            let buf = start.buffer();
+            assert_eq!(buf.len(), values.len());
+            assert_eq!(&buf[..800], &values[..800]);
+            assert!(buf[800..].iter().all(|b| *b == 0));
+            // Most of the page, a header that disagrees with the offset index: whole.
+            assert!(page_start(&page, codec, &int64("v"), 16_000, 20_000)
+                .unwrap()
+                .is_none());
+            assert!(page_start(&page, codec, &int64("v"), 100, 19_999)
+                .unwrap()
+                .is_none());
+        }
+    }
+
+    #[test]
+    fn a_zstandard_frame_declaring_more_than_it_can_hold_is_decompressed_whole() {
+        // 70 kB of zeros in a frame of a few bytes, its 4-byte content size then set to
+        // 4 GiB: no start is decompressed, nothing of that size allocated.
+        let mut body = zstd::bulk::compress(&vec![0u8; 70_000], 3).unwrap();
+        let descriptor = body[4];
+        assert_eq!(
+            (descriptor >> 6, (descriptor >> 5) & 1, descriptor & 3),
+            (2, 1, 0)
+        );
+        body[5..9].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(zstd_declared(&body), Some(u32::MAX as usize));
+        let page = plain_page(body, 8_750);
+        let zstd = Compression::ZSTD(Default::default());
+        assert!(page_start(&page, zstd, &int64("v"), 1, 8_750)
+            .unwrap()
+            .is_none());
     }
 }
