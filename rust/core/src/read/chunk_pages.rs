@@ -521,7 +521,8 @@ impl<F: ChunkReader> PageReader for OwnPages<F> {
     }
 
     fn skip_next_page(&mut self) -> Result<()> {
-        if self.pages.peek_next_page()?.is_some_and(|p| !p.is_dict) {
+        // Pages are counted only for a read that takes some from their start.
+        if self.runs.is_some() && self.pages.peek_next_page()?.is_some_and(|p| !p.is_dict) {
             self.at += 1;
         }
         self.pages.skip_next_page()
@@ -630,10 +631,25 @@ mod tests {
 
     /// `batch` written in 1,000-row pages (dictionaries of up to 1 MiB, the default).
     fn written(batch: &RecordBatch, version: WriterVersion, codec: Compression) -> Bytes {
-        let props = WriterProperties::builder()
+        written_as(batch, version, codec, 1000, &[])
+    }
+
+    /// `batch` written in `page_rows`-row pages, the columns `plain` without a dictionary.
+    fn written_as(
+        batch: &RecordBatch,
+        version: WriterVersion,
+        codec: Compression,
+        page_rows: usize,
+        plain: &[&str],
+    ) -> Bytes {
+        let props = plain
+            .iter()
+            .fold(WriterProperties::builder(), |props, c| {
+                props.set_column_dictionary_enabled((*c).into(), false)
+            })
             .set_writer_version(version)
             .set_compression(codec)
-            .set_data_page_row_count_limit(1000)
+            .set_data_page_row_count_limit(page_rows)
             .set_write_batch_size(1000)
             .build();
         let mut out = Vec::new();
@@ -889,20 +905,7 @@ mod tests {
             ("d", doubles),
         ])
         .unwrap();
-        let plain = |c: &str| parquet::schema::types::ColumnPath::from(c);
-        let props = WriterProperties::builder()
-            .set_writer_version(version)
-            .set_compression(codec)
-            .set_data_page_row_count_limit(5000)
-            .set_write_batch_size(1000)
-            .set_column_dictionary_enabled(plain("s"), false)
-            .set_column_dictionary_enabled(plain("d"), false)
-            .build();
-        let mut out = Vec::new();
-        let mut w = ArrowWriter::try_new(&mut out, batch.schema(), Some(props)).unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
-        Bytes::from(out)
+        written_as(&batch, version, codec, 5000, &["s", "d"])
     }
 
     /// The data pages of leaf `leaf` handed to a reader of `selected` by runs (empty for

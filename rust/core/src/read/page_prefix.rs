@@ -143,7 +143,7 @@ pub(super) fn page_start(
         {
             let levels = &out[*rep_levels_byte_len as usize..kept];
             let all = values.saturating_sub(*num_nulls as usize);
-            return Ok(Some((kept, present(levels, max_def, rows)?, all)));
+            return Ok(Some((kept, present(levels, max_def, rows, rows)?.0, all)));
         }
         // Version 1: the definition levels' length (4 bytes little-endian), then them.
         let Some(len) = out.get(..4) else {
@@ -153,8 +153,8 @@ pub(super) fn page_start(
         let Some(levels) = out.get(4..end) else {
             return Ok(None);
         };
-        let all = present(levels, max_def, values)?;
-        Ok(Some((end, present(levels, max_def, rows)?, all)))
+        let (in_rows, all) = present(levels, max_def, rows, values)?;
+        Ok(Some((end, in_rows, all)))
     };
     let Some(mut start) = worth_it(size, rows, values) else {
         return Ok(None);
@@ -226,24 +226,30 @@ fn decompress_start(codec: Compression, body: &[u8], out: &mut [u8]) -> Result<(
     }
 }
 
-/// How many of the first `rows` RLE-encoded definition `levels` (of at most `max`) are
-/// `max`: the values those rows hold.
-fn present(levels: &[u8], max: i16, rows: usize) -> Result<usize> {
+/// Of the first `all` RLE-encoded definition `levels` (of at most `max`), how many of the
+/// first `rows` are `max`, and how many of all: the values they hold. Counts only the
+/// levels there are.
+fn present(levels: &[u8], max: i16, rows: usize, all: usize) -> Result<(usize, usize)> {
     let width = (16 - max.leading_zeros()) as u8;
     let mut decoder = RleDecoder::new(width);
     decoder.set_data(bytes::Bytes::copy_from_slice(levels))?;
-    let mut batch = vec![0i16; rows.min(1024)];
-    let (mut left, mut present) = (rows, 0);
-    while left > 0 {
-        let n = left.min(batch.len());
+    let mut batch = vec![0i16; all.min(1024)];
+    let (mut at, mut in_rows, mut in_all) = (0, 0, 0);
+    while at < all {
+        let n = (all - at).min(batch.len());
         let got = decoder.get_batch(&mut batch[..n])?;
-        present += batch[..got].iter().filter(|l| **l == max).count();
+        for (i, level) in batch[..got].iter().enumerate() {
+            if *level == max {
+                in_all += 1;
+                in_rows += usize::from(at + i < rows);
+            }
+        }
+        at += got;
         if got < n {
             break;
         }
-        left -= n;
     }
-    Ok(present)
+    Ok((in_rows, in_all))
 }
 
 /// Where the first `count` values of `values` (encoded as `encoding`) end, if they end
@@ -427,19 +433,7 @@ mod tests {
 
     #[test]
     fn a_run_of_filler_keys_follows_the_keys_kept() {
-        let column = parquet::schema::types::ColumnDescriptor::new(
-            std::sync::Arc::new(
-                parquet::schema::types::Type::primitive_type_builder(
-                    "k",
-                    parquet::basic::Type::INT64,
-                )
-                .build()
-                .unwrap(),
-            ),
-            0,
-            0,
-            parquet::schema::types::ColumnPath::from("k"),
-        );
+        let column = int64("k");
         let values = keys();
         let end = keys_end(&values, 4).unwrap();
         let mut out = values[..end].to_vec();
@@ -463,13 +457,13 @@ mod tests {
     fn present_values_are_the_levels_at_their_most() {
         // Bit width 1: a bit-packed group of levels 1,0,1,1,0,1,1,1, then a run of 50 ones.
         let levels = [(1 << 1) | 1, 0b1110_1101, 50 << 1, 1];
-        assert_eq!(present(&levels, 1, 0).unwrap(), 0);
-        assert_eq!(present(&levels, 1, 2).unwrap(), 1);
-        assert_eq!(present(&levels, 1, 8).unwrap(), 6);
-        assert_eq!(present(&levels, 1, 50).unwrap(), 48);
-        assert_eq!(present(&levels, 1, 58).unwrap(), 56);
+        assert_eq!(present(&levels, 1, 0, 0).unwrap(), (0, 0));
+        assert_eq!(present(&levels, 1, 2, 2).unwrap(), (1, 1));
+        assert_eq!(present(&levels, 1, 8, 58).unwrap(), (6, 56));
+        assert_eq!(present(&levels, 1, 50, 50).unwrap(), (48, 48));
+        assert_eq!(present(&levels, 1, 58, 58).unwrap(), (56, 56));
         // Fewer levels than rows: those there are.
-        assert_eq!(present(&levels, 1, 500).unwrap(), 56);
+        assert_eq!(present(&levels, 1, 500, 500).unwrap(), (56, 56));
     }
 
     fn int64(name: &str) -> ColumnDescriptor {
