@@ -115,3 +115,36 @@ def test_each_column_read_alone_matches_duckdb(large_pages: Path, duckdb_con: An
         want = duckdb_table(duckdb_con, sql)
         assert got.num_rows == 50
         assert got.sort_by("k").equals(want.sort_by("k").cast(got.schema)), column
+
+
+@pytest.mark.parametrize("where", ["k = 2", None])
+def test_a_damaged_page_is_an_invalid_file_read_in_part_or_whole(
+    tmp_path: Path, where: str | None
+) -> None:
+    """A data page whose Snappy stream is damaged raises InvalidFileError naming the file,
+    whether a lookup decompresses only its start or a scan all of it."""
+    path = tmp_path / "damaged-page.parquet"
+    pq.write_table(
+        table(),
+        path,
+        compression="snappy",
+        data_page_size=512 * 1024,
+        write_batch_size=20_000,
+        use_dictionary=["k"],
+        write_page_index=True,
+    )
+    price = pq.ParquetFile(path).metadata.row_group(0).column(3)
+    assert price.path_in_schema == "price" and not price.has_dictionary_page
+    # Early in the first page's stream, past its header: copies reaching 4 GiB back.
+    at = price.data_page_offset + 200
+    data = bytearray(path.read_bytes())
+    data[at : at + 16] = b"\xff" * 16
+    path.write_bytes(bytes(data))
+    pqindex.clear_metadata_cache()
+    with pytest.raises(pqindex.InvalidFileError, match="Snappy") as info:
+        pqindex.scan(str(path), where=where).to_arrow()
+    assert "damaged-page.parquet" in str(info.value)
+    if where:
+        # Row 1 is at the page's start: only the start is decompressed, by pqindex's own
+        # decoder of a stream's start.
+        assert "a copy from" in str(info.value)
