@@ -430,6 +430,21 @@ def test_files_with_different_schemas(tmp_path: Path) -> None:
     assert isinstance(info.value, ValueError)
 
 
+def test_files_whose_arrow_hints_differ_are_told_apart(tmp_path: Path) -> None:
+    """The same Parquet schema (a UTF-8 byte array) read as different Arrow types: only the
+    writer's ARROW:schema hint tells the files apart."""
+    pq.write_table(pa.table({"k": pa.array(["a"], pa.string())}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"k": pa.array(["b"], pa.large_string())}), tmp_path / "b.parquet")
+    with pytest.raises(pqindex.SourceError, match=r"b\.parquet.*schema differs"):
+        pqindex.scan(tmp_path, where="k IS NOT NULL").to_arrow()
+    # Files of one schema whose footers differ only in other key/value entries agree.
+    (tmp_path / "b.parquet").unlink()
+    other = pa.table({"k": pa.array(["c"], pa.string())}).replace_schema_metadata({"x": "y"})
+    pq.write_table(other, tmp_path / "c.parquet")
+    got = pqindex.scan(tmp_path, where="k IS NOT NULL").to_arrow()
+    assert sorted(got.column("k").to_pylist()) == ["a", "c"]
+
+
 def test_inconsistent_partition_directories(tmp_path: Path) -> None:
     for sub in ("year=2024", "year=2025/month=1"):
         (tmp_path / sub).mkdir(parents=True)

@@ -43,6 +43,8 @@ pub use query::aggregate::{aggregate, AggregateOptions, Aggregation};
 pub use query::parallel::default_threads;
 pub use query::scan::{Scan, ScanOptions};
 pub use query::stream::{read_ahead, set_read_ahead, ScanStream, DEFAULT_READ_AHEAD};
+/// Run a job on a thread kept for the process (a warm allocator heap), not a fresh one.
+pub use threads::spawn as spawn_kept;
 
 pub use catalog::{
     default_columns as default_catalog_columns, Catalog, CatalogColumn, CatalogReport,

@@ -43,14 +43,14 @@ where
     // `detach` needs a `Sync` closure; the lock is only ever taken by this thread.
     let rx = Mutex::new(rx);
     let worker_cancel = cancel.clone();
-    std::thread::Builder::new()
-        .name("pqindex".into())
-        .spawn(move || {
-            let _ = tx.send(f(&worker_cancel));
-        })
-        .map_err(|e| {
-            pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start a thread: {e}"))
-        })?;
+    // A kept thread, as the scans' workers are: a fresh one would start with a cold
+    // allocator heap and cost its stack's page faults, every call.
+    pqindex_core::spawn_kept(move || {
+        let _ = tx.send(f(&worker_cancel));
+    })
+    .map_err(|e| {
+        pyo3::exceptions::PyRuntimeError::new_err(format!("cannot start a thread: {e}"))
+    })?;
     let wait = |py: Python<'_>| {
         py.detach(|| {
             rx.lock()

@@ -46,6 +46,23 @@ pub fn file_schemas(md: &ParquetMetaData, path: &str) -> Result<(Schema, Schema)
     Ok((hinted, native))
 }
 
+/// The writer's Arrow type hint (`ARROW:schema`) in a footer, if any.
+pub fn arrow_hint(md: &ParquetMetaData) -> Option<&str> {
+    md.file_metadata()
+        .key_value_metadata()?
+        .iter()
+        .find(|kv| kv.key == parquet::arrow::ARROW_SCHEMA_META_KEY)?
+        .value
+        .as_deref()
+}
+
+/// Whether a file has the Parquet schema `descr` and the Arrow type hint `hint`: its Arrow
+/// schema is then the one they convert to, with no conversion (which costs more than the
+/// rest of planning a file a lookup rules out).
+pub fn same_schema(md: &ParquetMetaData, descr: &SchemaDescriptor, hint: Option<&str>) -> bool {
+    md.file_metadata().schema_descr().root_schema() == descr.root_schema() && arrow_hint(md) == hint
+}
+
 /// Every file of a dataset must produce the dataset's schema: bound predicates refer to
 /// leaf columns by position.
 pub fn check_schema(path: &str, md: &ParquetMetaData, expected: &Schema) -> Result<()> {

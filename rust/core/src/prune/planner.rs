@@ -30,7 +30,7 @@ use crate::metadata::dictionary_page::probe_range;
 use crate::metadata::page_index::{
     dictionary_range, has_page_index, offset_index, page_boundaries,
 };
-use crate::metadata::schema::check_schema;
+use crate::metadata::schema::{check_schema, same_schema};
 use crate::metadata::MetadataCache;
 use crate::plan::{needed_leaves, AccessPlan, ColumnMap, Metrics, PlannedFile, ScanUnit};
 use crate::predicate::plain::is_probe;
@@ -107,6 +107,8 @@ pub struct PlanContext<'a> {
     pub schema: &'a Schema,
     /// The dataset's Parquet schema.
     pub descr: &'a SchemaDescriptor,
+    /// The dataset's Arrow type hint (its first file's), with `descr` what gives `schema`.
+    pub hint: Option<&'a str>,
     /// Root columns of the scan's schema the output reads (predicate leaves are added
     /// per file).
     pub projected_roots: &'a [usize],
@@ -463,7 +465,9 @@ fn adapt(
             Ok((p, Some(map)))
         }
         None => {
-            check_schema(f.path, md, ctx.schema)?;
+            if !same_schema(md, ctx.descr, ctx.hint) {
+                check_schema(f.path, md, ctx.schema)?;
+            }
             Ok((pred.cloned(), None))
         }
     }
@@ -849,6 +853,7 @@ mod tests {
             predicate: pred.as_ref(),
             schema: &binding.schema,
             descr: &binding.descr,
+            hint: binding.hint.as_deref(),
             projected_roots: &[0],
             cache: &cache,
             io: &io,
@@ -1048,6 +1053,7 @@ mod tests {
             predicate: pred.as_ref(),
             schema: &binding.schema,
             descr: &binding.descr,
+            hint: binding.hint.as_deref(),
             projected_roots: &[0],
             cache: &MetadataCache::new(1 << 24),
             io: &io,

@@ -10,7 +10,7 @@ use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::SchemaDescPtr;
 
 use crate::error::{Error, Result};
-use crate::metadata::schema::file_schemas;
+use crate::metadata::schema::{arrow_hint, file_schemas};
 use crate::plan::{OutputColumn, OutputShape};
 use crate::predicate::keys::{bind_keys, KeySpec};
 use crate::predicate::{self, BindSchema, Predicate};
@@ -23,6 +23,9 @@ pub struct Binding {
     /// The schema their statistics are written in (without the hints).
     pub native: Schema,
     pub descr: SchemaDescPtr,
+    /// The first file's Arrow type hint: a file with its Parquet schema and this hint has
+    /// its Arrow schema (`metadata::schema::same_schema`).
+    pub hint: Option<String>,
     /// Hive partition columns of the source, in output order.
     pub partitions: Vec<Field>,
 }
@@ -47,6 +50,7 @@ impl Binding {
             schema,
             native,
             descr: md.file_metadata().schema_descr_ptr(),
+            hint: arrow_hint(md).map(str::to_string),
             partitions,
         })
     }
@@ -64,6 +68,7 @@ impl Binding {
             schema: schema.clone(),
             native: schema.clone(),
             descr: Arc::new(descr),
+            hint: None,
             partitions,
         })
     }

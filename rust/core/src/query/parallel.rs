@@ -6,9 +6,11 @@ use std::sync::Mutex;
 use crate::error::{Error, Result};
 use crate::threads;
 
-/// The machine's cores: the default number of threads of a scan.
+/// The machine's cores: the default number of threads of a scan. Asked once per process:
+/// the standard library reads the cgroup's CPU quota from several files on each call.
 pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get())
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
 }
 
 /// Threads for work that waits on object-store requests rather than the CPU.

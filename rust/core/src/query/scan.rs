@@ -319,6 +319,7 @@ impl Scan {
             predicate: predicate.as_ref(),
             schema: &binding.schema,
             descr: &binding.descr,
+            hint: binding.hint.as_deref(),
             projected_roots: &projected_roots,
             cache,
             io: &io,

@@ -614,16 +614,21 @@ fn count_pages(
     metrics: &Metrics,
 ) {
     let Ok(touched) = offsets.lock() else { return };
-    let data_pages: HashSet<u64> = md
-        .offset_index()
-        .and_then(|oi| oi.get(rg))
-        .map(|cols| {
-            cols.iter()
-                .flat_map(|c| c.page_locations().iter().map(|p| p.offset.max(0) as u64))
-                .collect()
+    // Each column's pages are in offset order: the few offsets a read touched are looked
+    // up there, rather than every page of the row group gathered in a set.
+    let columns = md.offset_index().and_then(|oi| oi.get(rg));
+    let is_data_page = |offset: u64| {
+        columns.is_some_and(|cols| {
+            cols.iter().any(|c| {
+                let pages = c.page_locations();
+                let at = pages.partition_point(|p| (p.offset.max(0) as u64) < offset);
+                pages
+                    .get(at)
+                    .is_some_and(|p| p.offset.max(0) as u64 == offset)
+            })
         })
-        .unwrap_or_default();
-    let data = touched.iter().filter(|o| data_pages.contains(o)).count() as u64;
+    };
+    let data = touched.iter().filter(|o| is_data_page(**o)).count() as u64;
     metrics.pages_read.add(data);
     metrics
         .dictionary_pages_read

@@ -21,7 +21,6 @@ use std::ops::Range;
 use parquet::arrow::arrow_reader::RowSelection;
 use parquet::basic::{Compression, Encoding};
 use parquet::column::page::Page;
-use parquet::encodings::rle::RleDecoder;
 use parquet::errors::Result;
 use parquet::schema::types::ColumnDescriptor;
 
@@ -228,28 +227,79 @@ fn decompress_start(codec: Compression, body: &[u8], out: &mut [u8]) -> Result<(
 
 /// Of the first `all` RLE-encoded definition `levels` (of at most `max`), how many of the
 /// first `rows` are `max`, and how many of all: the values they hold. Counts only the
-/// levels there are.
+/// levels there are. The runs are walked rather than decoded: a repeated run counts at
+/// once, and a bit-packed run of one-bit levels (an optional flat column's) by its set
+/// bits.
 fn present(levels: &[u8], max: i16, rows: usize, all: usize) -> Result<(usize, usize)> {
-    let width = (16 - max.leading_zeros()) as u8;
-    let mut decoder = RleDecoder::new(width);
-    decoder.set_data(bytes::Bytes::copy_from_slice(levels))?;
-    let mut batch = vec![0i16; all.min(1024)];
-    let (mut at, mut in_rows, mut in_all) = (0, 0, 0);
-    while at < all {
-        let n = (all - at).min(batch.len());
-        let got = decoder.get_batch(&mut batch[..n])?;
-        for (i, level) in batch[..got].iter().enumerate() {
-            if *level == max {
-                in_all += 1;
-                in_rows += usize::from(at + i < rows);
-            }
-        }
-        at += got;
-        if got < n {
+    let width = (16 - max.leading_zeros()) as usize;
+    if width == 0 {
+        return Ok((rows.min(all), all));
+    }
+    let max = u64::from(max.unsigned_abs());
+    let (mut at, mut seen, mut in_rows, mut in_all) = (0usize, 0usize, 0usize, 0usize);
+    while seen < all {
+        let Some((header, len)) = varint(levels.get(at..).unwrap_or_default()) else {
             break;
+        };
+        at += len;
+        let count = usize::try_from(header >> 1).unwrap_or(usize::MAX);
+        if header & 1 == 1 {
+            // `count` groups of eight levels, `width` bytes a group.
+            let bytes = count.saturating_mul(width);
+            let body = &levels[at..levels.len().min(at.saturating_add(bytes))];
+            let there = (body.len() * 8 / width).min(count.saturating_mul(8));
+            let take = there.min(all - seen);
+            let in_rows_taken = rows.saturating_sub(seen).min(take);
+            in_rows += packed_at(body, width, max, in_rows_taken);
+            in_all += packed_at(body, width, max, take);
+            if body.len() < bytes {
+                break;
+            }
+            at += bytes;
+            seen = seen.saturating_add(count.saturating_mul(8));
+        } else {
+            let Some(value) = levels.get(at..at + width.div_ceil(8)) else {
+                break;
+            };
+            at += value.len();
+            let value = value
+                .iter()
+                .rev()
+                .fold(0u64, |v, b| (v << 8) | u64::from(*b));
+            let take = count.min(all - seen);
+            if value == max {
+                in_all += take;
+                in_rows += rows.saturating_sub(seen).min(take);
+            }
+            seen = seen.saturating_add(count);
         }
     }
     Ok((in_rows, in_all))
+}
+
+/// How many of the first `n` bit-packed levels of `width` bits in `packed` equal `max`.
+fn packed_at(packed: &[u8], width: usize, max: u64, n: usize) -> usize {
+    if width == 1 && max == 1 {
+        let whole: usize = packed[..n / 8]
+            .iter()
+            .map(|b| b.count_ones() as usize)
+            .sum();
+        let rest = n % 8;
+        let part = match rest {
+            0 => 0,
+            _ => (packed[n / 8] & ((1u8 << rest) - 1)).count_ones() as usize,
+        };
+        return whole + part;
+    }
+    (0..n)
+        .filter(|i| {
+            let level = (0..width).fold(0u64, |v, k| {
+                let bit = i * width + k;
+                v | (u64::from((packed[bit / 8] >> (bit % 8)) & 1) << k)
+            });
+            level == max
+        })
+        .count()
 }
 
 /// Where the first `count` values of `values` (encoded as `encoding`) end, if they end
@@ -438,7 +488,7 @@ mod tests {
         let end = keys_end(&values, 4).unwrap();
         let mut out = values[..end].to_vec();
         fill(&mut out, 0, Encoding::RLE_DICTIONARY, &column, 1000);
-        let mut decoder = RleDecoder::new(5);
+        let mut decoder = parquet::encodings::rle::RleDecoder::new(5);
         decoder
             .set_data(bytes::Bytes::from(out[1..].to_vec()))
             .unwrap();
@@ -464,6 +514,54 @@ mod tests {
         assert_eq!(present(&levels, 1, 58, 58).unwrap(), (56, 56));
         // Fewer levels than rows: those there are.
         assert_eq!(present(&levels, 1, 500, 500).unwrap(), (56, 56));
+    }
+
+    /// Counted as `present` did before it walked runs: every level decoded by the crate.
+    fn present_decoded(levels: &[u8], max: i16, rows: usize, all: usize) -> (usize, usize) {
+        let width = (16 - max.leading_zeros()) as u8;
+        let mut decoder = parquet::encodings::rle::RleDecoder::new(width);
+        // One level at a time, up to the first the crate cannot decode: the levels there
+        // are (no levels at all is an error to it).
+        let mut decoded = vec![0i16; all];
+        let mut got = 0;
+        if decoder
+            .set_data(bytes::Bytes::copy_from_slice(levels))
+            .is_ok()
+        {
+            while got < all && matches!(decoder.get_batch(&mut decoded[got..=got]), Ok(1)) {
+                got += 1;
+            }
+        }
+        let present = |n: usize| decoded[..n.min(got)].iter().filter(|l| **l == max).count();
+        (present(rows.min(all)), present(all))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn present_values_walked_by_runs_are_those_the_crate_decodes(
+            runs in proptest::collection::vec((0i16..4, 1usize..40), 0..30),
+            max in 1i16..4,
+            cut in 0usize..4,
+            rows_share in 0usize..=100,
+        ) {
+            let width = (16 - max.leading_zeros()) as u8;
+            let mut encoder = parquet::encodings::rle::RleEncoder::new(width, 256);
+            let mut count = 0;
+            for (level, n) in &runs {
+                for _ in 0..*n {
+                    encoder.put(u64::from((*level).min(max).unsigned_abs()));
+                }
+                count += n;
+            }
+            let encoded = encoder.consume();
+            // Whole, and cut short (levels missing from the end).
+            let levels = &encoded[..encoded.len().saturating_sub(cut)];
+            let rows = count * rows_share / 100;
+            proptest::prop_assert_eq!(
+                present(levels, max, rows, count).unwrap(),
+                present_decoded(levels, max, rows, count)
+            );
+        }
     }
 
     fn int64(name: &str) -> ColumnDescriptor {
