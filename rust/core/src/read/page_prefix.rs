@@ -142,7 +142,7 @@ pub(super) fn page_start(
         {
             let levels = &out[*rep_levels_byte_len as usize..kept];
             let all = values.saturating_sub(*num_nulls as usize);
-            return Ok(Some((kept, present(levels, max_def, rows, rows)?.0, all)));
+            return Ok(Some((kept, present(levels, max_def, rows, rows).0, all)));
         }
         // Version 1: the definition levels' length (4 bytes little-endian), then them.
         let Some(len) = out.get(..4) else {
@@ -152,7 +152,7 @@ pub(super) fn page_start(
         let Some(levels) = out.get(4..end) else {
             return Ok(None);
         };
-        let (in_rows, all) = present(levels, max_def, rows, values)?;
+        let (in_rows, all) = present(levels, max_def, rows, values);
         Ok(Some((end, in_rows, all)))
     };
     let Some(mut start) = worth_it(size, rows, values) else {
@@ -230,51 +230,43 @@ fn decompress_start(codec: Compression, body: &[u8], out: &mut [u8]) -> Result<(
 /// levels there are. The runs are walked rather than decoded: a repeated run counts at
 /// once, and a bit-packed run of one-bit levels (an optional flat column's) by its set
 /// bits.
-fn present(levels: &[u8], max: i16, rows: usize, all: usize) -> Result<(usize, usize)> {
+fn present(levels: &[u8], max: i16, rows: usize, all: usize) -> (usize, usize) {
     let width = (16 - max.leading_zeros()) as usize;
     if width == 0 {
-        return Ok((rows.min(all), all));
+        return (rows.min(all), all);
     }
     let max = u64::from(max.unsigned_abs());
-    let (mut at, mut seen, mut in_rows, mut in_all) = (0usize, 0usize, 0usize, 0usize);
-    while seen < all {
-        let Some((header, len)) = varint(levels.get(at..).unwrap_or_default()) else {
+    let (mut seen, mut in_rows, mut in_all) = (0usize, 0usize, 0usize);
+    for run in hybrid_runs(levels, width, 0) {
+        if seen >= all {
             break;
-        };
-        at += len;
-        let count = usize::try_from(header >> 1).unwrap_or(usize::MAX);
-        if header & 1 == 1 {
-            // `count` groups of eight levels, `width` bytes a group.
-            let bytes = count.saturating_mul(width);
-            let body = &levels[at..levels.len().min(at.saturating_add(bytes))];
-            let there = (body.len() * 8 / width).min(count.saturating_mul(8));
+        }
+        if run.packed {
+            let there = (run.body.len() * 8 / width).min(run.values);
             let take = there.min(all - seen);
-            let in_rows_taken = rows.saturating_sub(seen).min(take);
-            in_rows += packed_at(body, width, max, in_rows_taken);
-            in_all += packed_at(body, width, max, take);
-            if body.len() < bytes {
+            in_rows += packed_at(run.body, width, max, rows.saturating_sub(seen).min(take));
+            in_all += packed_at(run.body, width, max, take);
+        } else {
+            if run.body.len() < width.div_ceil(8) {
                 break;
             }
-            at += bytes;
-            seen = seen.saturating_add(count.saturating_mul(8));
-        } else {
-            let Some(value) = levels.get(at..at + width.div_ceil(8)) else {
-                break;
-            };
-            at += value.len();
-            let value = value
+            let value = run
+                .body
                 .iter()
                 .rev()
                 .fold(0u64, |v, b| (v << 8) | u64::from(*b));
-            let take = count.min(all - seen);
+            let take = run.values.min(all - seen);
             if value == max {
                 in_all += take;
                 in_rows += rows.saturating_sub(seen).min(take);
             }
-            seen = seen.saturating_add(count);
         }
+        if run.end > levels.len() {
+            break;
+        }
+        seen = seen.saturating_add(run.values);
     }
-    Ok((in_rows, in_all))
+    (in_rows, in_all)
 }
 
 /// How many of the first `n` bit-packed levels of `width` bits in `packed` equal `max`.
@@ -330,26 +322,54 @@ fn keys_end(values: &[u8], count: usize) -> Option<usize> {
     if width > 32 {
         return None;
     }
-    let (mut at, mut keys) = (1usize, 0usize);
-    while keys < count {
-        let (header, len) = varint(values.get(at..)?)?;
-        at += len;
-        let (n, bytes) = if header & 1 == 1 {
-            let groups = usize::try_from(header >> 1).ok()?;
-            (groups.checked_mul(8)?, groups.checked_mul(width)?)
-        } else {
-            (usize::try_from(header >> 1).ok()?, width.div_ceil(8))
-        };
-        if n == 0 {
+    if count == 0 {
+        return Some(1);
+    }
+    let mut keys = 0usize;
+    for run in hybrid_runs(values, width, 1) {
+        if run.values == 0 || run.end > values.len() {
             return None;
         }
-        keys = keys.checked_add(n)?;
-        at = at.checked_add(bytes)?;
-        if at > values.len() {
-            return None;
+        keys = keys.checked_add(run.values)?;
+        if keys >= count {
+            return Some(run.end);
         }
     }
-    Some(at)
+    None
+}
+
+/// A run of the RLE/bit-packed hybrid (dictionary keys, definition levels): how many
+/// values it holds, whether they are bit-packed, and its bytes (the packed values, or the
+/// repeated value), cut short where the input ends before the run's declared `end`.
+struct HybridRun<'a> {
+    packed: bool,
+    values: usize,
+    body: &'a [u8],
+    end: usize,
+}
+
+/// The runs of an RLE/bit-packed hybrid of `width`-bit values from `at` in `bytes`, in
+/// order, up to the first whose header cannot be read or whose size overflows.
+fn hybrid_runs(bytes: &[u8], width: usize, mut at: usize) -> impl Iterator<Item = HybridRun<'_>> {
+    std::iter::from_fn(move || {
+        let (header, len) = varint(bytes.get(at..)?)?;
+        let start = at + len;
+        let count = usize::try_from(header >> 1).ok()?;
+        let (packed, values, size) = if header & 1 == 1 {
+            (true, count.checked_mul(8)?, count.checked_mul(width)?)
+        } else {
+            (false, count, width.div_ceil(8))
+        };
+        let end = start.checked_add(size)?;
+        at = end;
+        let body = &bytes[start.min(bytes.len())..end.min(bytes.len())];
+        Some(HybridRun {
+            packed,
+            values,
+            body,
+            end,
+        })
+    })
 }
 
 /// A ULEB128 integer of at most 32 bits at the start of `bytes`, and its length.
@@ -507,13 +527,13 @@ mod tests {
     fn present_values_are_the_levels_at_their_most() {
         // Bit width 1: a bit-packed group of levels 1,0,1,1,0,1,1,1, then a run of 50 ones.
         let levels = [(1 << 1) | 1, 0b1110_1101, 50 << 1, 1];
-        assert_eq!(present(&levels, 1, 0, 0).unwrap(), (0, 0));
-        assert_eq!(present(&levels, 1, 2, 2).unwrap(), (1, 1));
-        assert_eq!(present(&levels, 1, 8, 58).unwrap(), (6, 56));
-        assert_eq!(present(&levels, 1, 50, 50).unwrap(), (48, 48));
-        assert_eq!(present(&levels, 1, 58, 58).unwrap(), (56, 56));
+        assert_eq!(present(&levels, 1, 0, 0), (0, 0));
+        assert_eq!(present(&levels, 1, 2, 2), (1, 1));
+        assert_eq!(present(&levels, 1, 8, 58), (6, 56));
+        assert_eq!(present(&levels, 1, 50, 50), (48, 48));
+        assert_eq!(present(&levels, 1, 58, 58), (56, 56));
         // Fewer levels than rows: those there are.
-        assert_eq!(present(&levels, 1, 500, 500).unwrap(), (56, 56));
+        assert_eq!(present(&levels, 1, 500, 500), (56, 56));
     }
 
     /// Counted as `present` did before it walked runs: every level decoded by the crate.
@@ -558,7 +578,7 @@ mod tests {
             let levels = &encoded[..encoded.len().saturating_sub(cut)];
             let rows = count * rows_share / 100;
             proptest::prop_assert_eq!(
-                present(levels, max, rows, count).unwrap(),
+                present(levels, max, rows, count),
                 present_decoded(levels, max, rows, count)
             );
         }
