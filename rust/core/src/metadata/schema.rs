@@ -56,16 +56,25 @@ pub fn arrow_hint(md: &ParquetMetaData) -> Option<&str> {
         .as_deref()
 }
 
-/// Whether a file has the Parquet schema `descr` and the Arrow type hint `hint`: its Arrow
-/// schema is then the one they convert to, with no conversion (which costs more than the
-/// rest of planning a file a lookup rules out).
-pub fn same_schema(md: &ParquetMetaData, descr: &SchemaDescriptor, hint: Option<&str>) -> bool {
-    md.file_metadata().schema_descr().root_schema() == descr.root_schema() && arrow_hint(md) == hint
+/// The schema every file of a dataset must produce, and the Parquet schema and Arrow type
+/// hint of the file it was converted from.
+pub struct DatasetSchema<'a> {
+    pub arrow: &'a Schema,
+    pub descr: &'a SchemaDescriptor,
+    pub hint: Option<&'a str>,
 }
 
 /// Every file of a dataset must produce the dataset's schema: bound predicates refer to
-/// leaf columns by position.
-pub fn check_schema(path: &str, md: &ParquetMetaData, expected: &Schema) -> Result<()> {
+/// leaf columns by position. A file with the Parquet schema and Arrow type hint it was
+/// converted from has it, with no conversion (which costs more than the rest of planning
+/// a file a lookup rules out).
+pub fn check_schema(path: &str, md: &ParquetMetaData, dataset: &DatasetSchema) -> Result<()> {
+    if md.file_metadata().schema_descr().root_schema() == dataset.descr.root_schema()
+        && arrow_hint(md) == dataset.hint
+    {
+        return Ok(());
+    }
+    let expected = dataset.arrow;
     let got = hinted_schema(md, path)?;
     let same = got.fields().len() == expected.fields().len()
         && got

@@ -30,7 +30,7 @@ use crate::metadata::dictionary_page::probe_range;
 use crate::metadata::page_index::{
     dictionary_range, has_page_index, offset_index, page_boundaries,
 };
-use crate::metadata::schema::{check_schema, same_schema};
+use crate::metadata::schema::{check_schema, DatasetSchema};
 use crate::metadata::MetadataCache;
 use crate::plan::{needed_leaves, AccessPlan, ColumnMap, Metrics, PlannedFile, ScanUnit};
 use crate::predicate::plain::is_probe;
@@ -465,9 +465,12 @@ fn adapt(
             Ok((p, Some(map)))
         }
         None => {
-            if !same_schema(md, ctx.descr, ctx.hint) {
-                check_schema(f.path, md, ctx.schema)?;
-            }
+            let dataset = DatasetSchema {
+                arrow: ctx.schema,
+                descr: ctx.descr,
+                hint: ctx.hint,
+            };
+            check_schema(f.path, md, &dataset)?;
             Ok((pred.cloned(), None))
         }
     }

@@ -10,7 +10,7 @@ use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::SchemaDescPtr;
 
 use crate::error::{Error, Result};
-use crate::metadata::schema::{arrow_hint, file_schemas};
+use crate::metadata::schema::{arrow_hint, file_schemas, DatasetSchema};
 use crate::plan::{OutputColumn, OutputShape};
 use crate::predicate::keys::{bind_keys, KeySpec};
 use crate::predicate::{self, BindSchema, Predicate};
@@ -24,7 +24,7 @@ pub struct Binding {
     pub native: Schema,
     pub descr: SchemaDescPtr,
     /// The first file's Arrow type hint: a file with its Parquet schema and this hint has
-    /// its Arrow schema (`metadata::schema::same_schema`).
+    /// its Arrow schema (`metadata::schema::check_schema`).
     pub hint: Option<String>,
     /// Hive partition columns of the source, in output order.
     pub partitions: Vec<Field>,
@@ -53,6 +53,15 @@ impl Binding {
             hint: arrow_hint(md).map(str::to_string),
             partitions,
         })
+    }
+
+    /// What every file of the source must have (`metadata::schema::check_schema`).
+    pub fn dataset_schema(&self) -> DatasetSchema<'_> {
+        DatasetSchema {
+            arrow: &self.schema,
+            descr: &self.descr,
+            hint: self.hint.as_deref(),
+        }
     }
 
     /// The binding of a table: its logical data columns and partition columns. Leaves

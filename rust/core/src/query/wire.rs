@@ -476,7 +476,7 @@ impl Scan {
                             (p, Some(map))
                         }
                         None => {
-                            check_schema(&path, &md, &binding.schema)?;
+                            check_schema(&path, &md, &binding.dataset_schema())?;
                             (predicate, None)
                         }
                     };
