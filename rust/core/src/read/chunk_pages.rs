@@ -110,6 +110,34 @@ fn uses_mask(policy: RowSelectionPolicy, rows: Option<&RowSelection>) -> bool {
     }
 }
 
+/// Fewest runs of rows for which a read through a mask is considered: fewer cost little
+/// read one by one, and a read by runs decompresses only the start of a page it ends in.
+const MIN_MASK_RUNS: usize = 64;
+
+/// The policy for reading `rows`: the crate's `Auto` rule, but counted over the rows from
+/// the first selected one to the last. Rows skipped before and after them are passed over
+/// at once either way; a piece of a row group (`read::split`) starts and ends with many,
+/// and counted in they would make a scattered selection look sparse.
+pub(super) fn span_policy(rows: &RowSelection) -> RowSelectionPolicy {
+    let default = RowSelectionPolicy::default();
+    let RowSelectionPolicy::Auto { threshold } = default else {
+        return default;
+    };
+    let selectors: Vec<_> = rows.iter().filter(|s| s.row_count > 0).collect();
+    let first = selectors.iter().position(|s| !s.skip);
+    let last = selectors.iter().rposition(|s| !s.skip);
+    let (Some(first), Some(last)) = (first, last) else {
+        return default;
+    };
+    let span = &selectors[first..=last];
+    let total: usize = span.iter().map(|s| s.row_count).sum();
+    if span.len() >= MIN_MASK_RUNS && total < span.len().saturating_mul(threshold) {
+        RowSelectionPolicy::Mask
+    } else {
+        default
+    }
+}
+
 /// The pages of leaf column `leaf` in row group `rg` of `file`, for a read of
 /// `selected` rows (all when `None`), through a `mask` or as runs.
 pub(super) fn page_reader<F: ChunkReader + 'static>(
@@ -1117,6 +1145,50 @@ mod tests {
             assert_eq!(ids.num_rows(), rows.row_count());
             assert_eq!(ids, read(default));
         }
+    }
+
+    #[test]
+    fn scattered_rows_behind_a_long_skip_are_read_through_a_mask() {
+        let bytes = file(
+            WriterVersion::PARQUET_1_0,
+            Compression::ZSTD(ZstdLevel::default()),
+        );
+        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+        let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
+        let scattered =
+            |runs: usize| (0..runs).flat_map(|_| [RowSelector::select(1), RowSelector::skip(3)]);
+        // A piece of a row group: every fourth row of 800, behind 12,000 skipped rows and
+        // before 7,200. Counted with them, the runs average 50 rows: the crate reads them
+        // one by one; counted from the first selected row to the last, 2.
+        let piece = RowSelection::from(
+            std::iter::once(RowSelector::skip(12_000))
+                .chain(scattered(200))
+                .chain([RowSelector::skip(7_200)])
+                .collect::<Vec<_>>(),
+        );
+        assert!(!uses_mask(RowSelectionPolicy::default(), Some(&piece)));
+        assert_eq!(span_policy(&piece), RowSelectionPolicy::Mask);
+        // A few runs are left to the crate's rule, whose runs decompress page starts.
+        let few = RowSelection::from(
+            std::iter::once(RowSelector::skip(12_000))
+                .chain(scattered(20))
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(span_policy(&few), RowSelectionPolicy::default());
+        // Long runs too; and a selection of nothing.
+        let long = RowSelection::from(
+            (0..100)
+                .flat_map(|_| [RowSelector::select(100), RowSelector::skip(100)])
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(span_policy(&long), RowSelectionPolicy::default());
+        let none = RowSelection::from(vec![RowSelector::skip(20_000)]);
+        assert_eq!(span_policy(&none), RowSelectionPolicy::default());
+        // Both ways give the same rows.
+        let read = |policy| read_ours(&bytes, &meta, Some(piece.clone()), policy);
+        let ids = read(span_policy(&piece));
+        assert_eq!(ids.num_rows(), 200);
+        assert_eq!(ids, read(RowSelectionPolicy::Selectors));
     }
 
     #[test]

@@ -47,17 +47,26 @@ pub(super) fn pages_read(
             .partition_point(|p| u64::try_from(p.first_row_index).unwrap_or(0) <= row)
             .checked_sub(1)
     };
+    // Where the last page taken ends: a run inside it needs no search (a scattered
+    // selection has tens of thousands of runs in a few pages).
+    let page_end = |page: usize| {
+        locations
+            .get(page + 1)
+            .map_or(rows, |p| u64::try_from(p.first_row_index).unwrap_or(0))
+    };
     let mut pages: Vec<usize> = Vec::new();
+    let mut last_end = 0u64;
     let mut at = 0u64;
     for s in selection?.iter() {
         let end = at.saturating_add(s.row_count as u64).min(rows);
-        if !s.skip && end > at {
+        if !s.skip && end > last_end {
             let (first, last) = (page_of(at)?, page_of(end - 1)?);
             let from = pages.last().map_or(first, |p| first.max(p + 1));
             pages.extend(from..=last);
             if pages.len() > MAX_PAGES {
                 return None;
             }
+            last_end = page_end(last);
         }
         at = end;
     }
@@ -242,6 +251,15 @@ mod tests {
         ]);
         assert_eq!(read(&across, false), Some(vec![0, 1, 3]));
         assert_eq!(read(&across, true), Some(vec![0, 1, 2, 3]));
+        // Many runs in a page, then one at the start of each of the next two.
+        let runs = select(
+            std::iter::once(RowSelector::skip(120))
+                .chain((0..8).flat_map(|_| [RowSelector::select(1), RowSelector::skip(9)]))
+                .chain([RowSelector::select(1), RowSelector::skip(99)])
+                .chain([RowSelector::select(1), RowSelector::skip(199)])
+                .collect(),
+        );
+        assert_eq!(read(&runs, false), Some(vec![1, 2, 3]));
         let last_row = select(vec![RowSelector::skip(499), RowSelector::select(1)]);
         assert_eq!(read(&last_row, false), Some(vec![4]));
         // Every page, no selection, nothing selected: no cut.

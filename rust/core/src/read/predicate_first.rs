@@ -293,14 +293,15 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
                 &unit.metadata,
                 &others,
             );
+            let selection = matched.selection(unit.selection.as_ref());
             let reader = chunk_pages::reader(
                 unit.file.clone(),
                 &narrowed(&unit.metadata, &keyed)?,
                 unit.row_group,
                 ProjectionMask::roots(&descr, others),
                 batch_rows,
-                Some(matched.selection(unit.selection.as_ref())),
-                RowSelectionPolicy::default(),
+                Some(selection.clone()),
+                chunk_pages::span_policy(&selection),
             )?;
             (Some(reader), batch_rows)
         }
