@@ -110,12 +110,42 @@ pub fn decode_tail(path: &str, tail: &Bytes) -> Result<ParquetMetaData> {
         return Err(corrupt("a page index outside its bytes".into()));
     }
     offset_indexes_fit(&md, tail, 0).map_err(corrupt)?;
-    guarded(path, || {
+    let md = guarded(path, || {
         let mut reader = ParquetMetaDataReader::new_with_metadata(md)
             .with_page_index_policy(PageIndexPolicy::Optional);
         reader.read_page_indexes(tail)?;
         reader.finish()
-    })
+    })?;
+    pages_in_row_order(&md).map_err(|e| corrupt(format!("corrupt page index: {e}")))?;
+    Ok(md)
+}
+
+/// Whether every offset index lists its pages in row order from the row group's first
+/// row: readers find a row's page by a binary search of the pages' first rows, and
+/// pages out of order would hide rows from it.
+fn pages_in_row_order(md: &ParquetMetaData) -> Result<(), String> {
+    let Some(groups) = md.offset_index() else {
+        return Ok(());
+    };
+    for (rg, columns) in groups.iter().enumerate() {
+        let rows = md.row_groups().get(rg).map_or(0, |g| g.num_rows());
+        for (leaf, oi) in columns.iter().enumerate() {
+            let firsts: Vec<i64> = oi
+                .page_locations()
+                .iter()
+                .map(|p| p.first_row_index)
+                .collect();
+            let ordered = firsts.first().is_none_or(|&f| f == 0)
+                && firsts.windows(2).all(|w| w[0] < w[1])
+                && firsts.last().is_none_or(|&l| l < rows.max(1));
+            if !ordered {
+                return Err(format!(
+                    "the pages of column {leaf} in row group {rg} do not start at rows in order within its {rows} rows"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Fetch the page index of `metadata` (one range, as the parquet crate reads it) and
@@ -163,7 +193,7 @@ fn offset_indexes_fit(metadata: &ParquetMetaData, bytes: &[u8], start: u64) -> R
 pub fn load_page_index(file: &StorageFile, metadata: ParquetMetaData) -> Result<ParquetMetaData> {
     let path = file.path();
     check_page_index(file, &metadata)?;
-    guarded(path, || {
+    let md = guarded(path, || {
         let mut reader = ParquetMetaDataReader::new_with_metadata(metadata)
             .with_page_index_policy(PageIndexPolicy::Optional);
         reader.read_page_indexes(file)?;
@@ -175,7 +205,10 @@ pub fn load_page_index(file: &StorageFile, metadata: ParquetMetaData) -> Result<
             reason: format!("corrupt page index: {reason}"),
         },
         other => other,
-    })
+    })?;
+    pages_in_row_order(&md)
+        .map_err(|e| Error::invalid_file(path, format!("corrupt page index: {e}")))?;
+    Ok(md)
 }
 
 /// Run a parser on untrusted bytes: its errors, and any panic, become `InvalidFile`.
@@ -197,6 +230,8 @@ fn guarded<T>(path: &str, f: impl FnOnce() -> Result<T, ParquetError>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parquet::file::page_index::offset_index::{OffsetIndexMetaData, PageLocation};
+
     use crate::metadata::{read_metadata, MetadataCache};
     use crate::testing::{int64s, write_file, Layout};
 
@@ -228,6 +263,44 @@ mod tests {
         let md = decode_tail("t", &Bytes::from(tail())).unwrap();
         assert_eq!(md.num_row_groups(), 3);
         assert_eq!(md.offset_index().unwrap()[2][1].page_locations().len(), 2);
+    }
+
+    #[test]
+    fn pages_out_of_row_order_are_refused() {
+        let md = decode_tail("t", &Bytes::from(tail())).unwrap();
+        assert_eq!(pages_in_row_order(&md), Ok(()));
+        // Each way a column's pages can leave their rows: swapped, not from the row
+        // group's first row, past its last, starting at one row twice.
+        let bad: [fn(&mut Vec<PageLocation>); 4] = [
+            |p| p.swap(0, 1),
+            |p| p[0].first_row_index = 1,
+            |p| p[1].first_row_index = 2_000,
+            |p| p[1].first_row_index = 0,
+        ];
+        for damage in bad {
+            let mut index = md.offset_index().unwrap().clone();
+            let oi = &mut index[1][1];
+            let mut pages = oi.page_locations().clone();
+            damage(&mut pages);
+            *oi = OffsetIndexMetaData {
+                page_locations: pages,
+                unencoded_byte_array_data_bytes: None,
+            };
+            let damaged = md
+                .clone()
+                .into_builder()
+                .set_offset_index(Some(index))
+                .build();
+            let mut out = Vec::new();
+            parquet::file::metadata::ParquetMetaDataWriter::new(&mut out, &damaged)
+                .finish()
+                .unwrap();
+            let err = decode_tail("t", &Bytes::from(out)).unwrap_err().to_string();
+            assert!(
+                err.contains("corrupt page index: the pages of column 1 in row group 1"),
+                "{err}"
+            );
+        }
     }
 
     #[test]
