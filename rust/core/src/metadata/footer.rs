@@ -130,14 +130,12 @@ fn pages_in_row_order(md: &ParquetMetaData) -> Result<(), String> {
     for (rg, columns) in groups.iter().enumerate() {
         let rows = md.row_groups().get(rg).map_or(0, |g| g.num_rows());
         for (leaf, oi) in columns.iter().enumerate() {
-            let firsts: Vec<i64> = oi
-                .page_locations()
-                .iter()
-                .map(|p| p.first_row_index)
-                .collect();
-            let ordered = firsts.first().is_none_or(|&f| f == 0)
-                && firsts.windows(2).all(|w| w[0] < w[1])
-                && firsts.last().is_none_or(|&l| l < rows.max(1));
+            let pages = oi.page_locations();
+            let ordered = pages.first().is_none_or(|p| p.first_row_index == 0)
+                && pages
+                    .windows(2)
+                    .all(|w| w[0].first_row_index < w[1].first_row_index)
+                && pages.last().is_none_or(|p| p.first_row_index < rows.max(1));
             if !ordered {
                 return Err(format!(
                     "the pages of column {leaf} in row group {rg} do not start at rows in order within its {rows} rows"
