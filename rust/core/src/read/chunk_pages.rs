@@ -43,7 +43,8 @@ use super::snappy_prefix::snappy_prefix;
 use crate::metadata::page_index::offset_index;
 
 /// A reader of `rows` (all when `None`) of row group `row_group` of `file`, `projection`
-/// only, in batches of `batch_size` rows, the rows picked as `policy` says.
+/// only, in batches of `batch_size` rows, the rows picked as `policy` says; `Auto` by the
+/// crate's rule counted over the selected span ([`span_policy`]).
 ///
 /// The record reader given these pages applies the crate's default policy. Where
 /// `policy` would pick the rows differently (runs of rows where the default takes a
@@ -58,6 +59,10 @@ pub(super) fn reader<F: ChunkReader + 'static>(
     rows: Option<RowSelection>,
     policy: RowSelectionPolicy,
 ) -> Result<ParquetRecordBatchReader> {
+    let policy = match (policy, rows.as_ref()) {
+        (RowSelectionPolicy::Auto { .. }, Some(rows)) => span_policy(rows),
+        _ => policy,
+    };
     let default = RowSelectionPolicy::default();
     if uses_mask(policy, rows.as_ref()) != uses_mask(default, rows.as_ref()) {
         return reader_builder(
@@ -118,23 +123,26 @@ const MIN_MASK_RUNS: usize = 64;
 /// the first selected one to the last. Rows skipped before and after them are passed over
 /// at once either way; a piece of a row group (`read::split`) starts and ends with many,
 /// and counted in they would make a scattered selection look sparse.
-pub(super) fn span_policy(rows: &RowSelection) -> RowSelectionPolicy {
+fn span_policy(rows: &RowSelection) -> RowSelectionPolicy {
     let default = RowSelectionPolicy::default();
     let RowSelectionPolicy::Auto { threshold } = default else {
         return default;
     };
-    let selectors: Vec<_> = rows.iter().filter(|s| s.row_count > 0).collect();
-    let first = selectors.iter().position(|s| !s.skip);
-    let last = selectors.iter().rposition(|s| !s.skip);
-    let (Some(first), Some(last)) = (first, last) else {
-        return default;
-    };
-    let span = &selectors[first..=last];
-    let total: usize = span.iter().map(|s| s.row_count).sum();
-    if span.len() >= MIN_MASK_RUNS && total < span.len().saturating_mul(threshold) {
-        RowSelectionPolicy::Mask
-    } else {
-        default
+    // Rows and runs from the first selected run through the last one seen.
+    let (mut through, mut span) = ((0usize, 0usize), None);
+    for s in rows.iter().filter(|s| s.row_count > 0) {
+        if span.is_some() || !s.skip {
+            through = (through.0 + s.row_count, through.1 + 1);
+        }
+        if !s.skip {
+            span = Some(through);
+        }
+    }
+    match span {
+        Some((total, runs)) if runs >= MIN_MASK_RUNS && total < runs.saturating_mul(threshold) => {
+            RowSelectionPolicy::Mask
+        }
+        _ => default,
     }
 }
 
@@ -645,6 +653,12 @@ mod tests {
 
     use super::*;
 
+    /// The footer of `bytes` with its page index.
+    fn with_page_index(bytes: &Bytes) -> ArrowReaderMetadata {
+        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+        ArrowReaderMetadata::load(bytes, options).unwrap()
+    }
+
     fn file(version: WriterVersion, codec: Compression) -> Bytes {
         let n = 20_000;
         let ids: ArrayRef = Arc::new(Int64Array::from_iter(
@@ -746,9 +760,7 @@ mod tests {
                 Compression::UNCOMPRESSED,
             ] {
                 let bytes = file(version, codec);
-                let options =
-                    ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
-                let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
+                let meta = with_page_index(&bytes);
                 for rows in [None, Some(selection.clone())] {
                     let ours =
                         read_ours(&bytes, &meta, rows.clone(), RowSelectionPolicy::default());
@@ -831,8 +843,7 @@ mod tests {
     #[test]
     fn pages_read_before_the_dictionary_are_fetched_once() {
         let bytes = sorted_keys(WriterVersion::PARQUET_1_0, Compression::SNAPPY);
-        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
-        let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
+        let meta = with_page_index(&bytes);
         let file = Counted(bytes, Arc::default());
         let rows = RowSelection::from(vec![
             RowSelector::skip(3100),
@@ -895,9 +906,7 @@ mod tests {
             // Twenty pages are too many to read first.
             assert_eq!(dictionary_entries(&bytes, 0, &many), 51_429);
 
-            let options =
-                ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
-            let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
+            let meta = with_page_index(&bytes);
             for rows in [first.clone(), two.clone(), many.clone(), late.clone()] {
                 for policy in [RowSelectionPolicy::Selectors, RowSelectionPolicy::default()] {
                     let ours = read_ours(&bytes, &meta, Some(rows.clone()), policy);
@@ -1014,9 +1023,7 @@ mod tests {
         let codecs = [Compression::SNAPPY, Compression::ZSTD(ZstdLevel::default())];
         for (version, codec) in versions.into_iter().flat_map(|v| codecs.map(|c| (v, c))) {
             let bytes = mixed(version, codec);
-            let options =
-                ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
-            let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
+            let meta = with_page_index(&bytes);
             for rows in &selections {
                 let ours = read_ours(
                     &bytes,
@@ -1094,9 +1101,7 @@ mod tests {
         ) {
             let version = if v2 { WriterVersion::PARQUET_2_0 } else { WriterVersion::PARQUET_1_0 };
             let bytes = mixed(version, Compression::SNAPPY);
-            let options =
-                ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
-            let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
+            let meta = with_page_index(&bytes);
             let mut selectors = Vec::new();
             let mut at = 0;
             for (skip, select) in runs {
@@ -1119,8 +1124,7 @@ mod tests {
             WriterVersion::PARQUET_1_0,
             Compression::ZSTD(ZstdLevel::default()),
         );
-        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
-        let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
+        let meta = with_page_index(&bytes);
         // Every third row of the first 3,000: runs of one and two rows, which the reader's
         // own policy would read through a mask. Then one run of whole pages, which it would
         // not.
@@ -1153,8 +1157,7 @@ mod tests {
             WriterVersion::PARQUET_1_0,
             Compression::ZSTD(ZstdLevel::default()),
         );
-        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
-        let meta = ArrowReaderMetadata::load(&bytes, options).unwrap();
+        let meta = with_page_index(&bytes);
         let scattered =
             |runs: usize| (0..runs).flat_map(|_| [RowSelector::select(1), RowSelector::skip(3)]);
         // A piece of a row group: every fourth row of 800, behind 12,000 skipped rows and

@@ -320,7 +320,7 @@ fn read_rows<F: ChunkReader + Clone + 'static>(
         ProjectionMask::roots(&descr, roots.iter().copied()),
         unit.batch_size,
         selection.cloned(),
-        selection.map_or_else(RowSelectionPolicy::default, chunk_pages::span_policy),
+        RowSelectionPolicy::default(),
     )?;
     let schema = arrow_array::RecordBatchReader::schema(&reader);
     let batches = reader.collect::<Result<Vec<_>, ArrowError>>()?;

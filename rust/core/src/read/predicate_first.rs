@@ -293,15 +293,14 @@ pub(super) fn read<F: ChunkReader + Clone + 'static>(
                 &unit.metadata,
                 &others,
             );
-            let selection = matched.selection(unit.selection.as_ref());
             let reader = chunk_pages::reader(
                 unit.file.clone(),
                 &narrowed(&unit.metadata, &keyed)?,
                 unit.row_group,
                 ProjectionMask::roots(&descr, others),
                 batch_rows,
-                Some(selection.clone()),
-                chunk_pages::span_policy(&selection),
+                Some(matched.selection(unit.selection.as_ref())),
+                RowSelectionPolicy::default(),
             )?;
             (Some(reader), batch_rows)
         }
