@@ -19,10 +19,14 @@ use arrow_string::regexp::regexp_is_match_scalar;
 use crate::predicate::expr::{CmpOp, ColumnRef, Predicate};
 use crate::predicate::pattern::{lower, StrPattern};
 use crate::predicate::value::{to_scalar_array, Value};
-use crate::predicate::value_set::membership;
+use crate::predicate::value_set::{integer_membership, membership};
 
 /// IN lists longer than this are evaluated by searching the sorted set for each row.
 const IN_LIST_COMPARISONS: usize = 32;
+
+/// On integer columns, IN lists of at least this many values search the set for each row
+/// too: one pass that turns away most rows with one load beats a pass per value.
+const IN_LIST_INTEGER_SEARCH: usize = 4;
 
 /// Evaluate `pred` on `batch`: TRUE, FALSE or NULL per row.
 pub fn evaluate(pred: &Predicate, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {
@@ -34,8 +38,9 @@ pub fn evaluate(pred: &Predicate, batch: &RecordBatch) -> Result<BooleanArray, A
             let array = column(batch, col)?;
             compare(&array, *op, value)
         }
-        // Up to a few dozen values, one vectorised comparison per value beats a search
-        // per row; beyond, a search per row in the set's native values.
+        // Up to a few dozen values (a few on integer columns), one vectorised comparison
+        // per value beats a search per row; beyond, a search per row in the set's native
+        // values.
         Predicate::InList {
             col,
             values,
@@ -55,6 +60,11 @@ pub fn evaluate(pred: &Predicate, batch: &RecordBatch) -> Result<BooleanArray, A
             negated,
         } => {
             let array = column(batch, col)?;
+            if values.len() >= IN_LIST_INTEGER_SEARCH {
+                if let Some(hits) = integer_membership(&array, values) {
+                    return if *negated { not(&hits) } else { Ok(hits) };
+                }
+            }
             let mut acc: Option<BooleanArray> = None;
             for v in values {
                 let eq = compare(&array, CmpOp::Eq, v)?;
@@ -528,6 +538,80 @@ mod tests {
         }
         assert!(same_values(&DataType::Utf8View, &DataType::Utf8));
         assert!(!same_values(&DataType::Utf8View, &DataType::Binary));
+    }
+
+    #[test]
+    fn integer_in_lists_searched_per_row_answer_as_a_comparison_per_value() {
+        use crate::predicate::value_set::ValueList;
+        use arrow_array::{Date32Array, Decimal128Array, Int64Array, UInt64Array};
+        let rows = 5_000usize;
+        let value = |i: usize| (i * 7919 % 10_007) as i64 - 5_000;
+        let present = |i: usize| !i.is_multiple_of(13);
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter(
+                (0..rows).map(|i| present(i).then(|| value(i))),
+            )),
+            Arc::new(UInt64Array::from_iter((0..rows).map(|i| {
+                present(i).then(|| (value(i) + 5_000) as u64 | (u64::from(i % 2 == 0) << 63))
+            }))),
+            Arc::new(
+                Decimal128Array::from_iter(
+                    (0..rows).map(|i| present(i).then(|| i128::from(value(i)) * 100)),
+                )
+                .with_precision_and_scale(20, 2)
+                .unwrap(),
+            ),
+            Arc::new(Date32Array::from_iter(
+                (0..rows).map(|i| present(i).then(|| value(i) as i32)),
+            )),
+        ];
+        for array in columns {
+            let dt = array.data_type().clone();
+            let scale = if matches!(dt, DataType::Decimal128(..)) {
+                100
+            } else {
+                1
+            };
+            let hi = if dt == DataType::UInt64 {
+                1i128 << 63
+            } else {
+                0
+            };
+            for n in [IN_LIST_INTEGER_SEARCH, 10, IN_LIST_COMPARISONS] {
+                // Listed values from the rows' own, and some no row holds.
+                let listed: Vec<Value> = (0..n)
+                    .map(|k| {
+                        let v = i128::from(value(k * 37 + 1)) * scale;
+                        let v = if dt == DataType::UInt64 {
+                            v + 5_000 + hi
+                        } else {
+                            v
+                        };
+                        Value::Int(if k % 3 == 2 { v + 20_000 * scale } else { v })
+                    })
+                    .collect();
+                for negated in [false, true] {
+                    let p = Predicate::InList {
+                        col: col("x", dt.clone()),
+                        values: ValueList::new(listed.clone()),
+                        negated,
+                    };
+                    let searched = evaluate(&p, &batch(array.clone(), "x")).unwrap();
+                    let mut any: Option<BooleanArray> = None;
+                    for v in &listed {
+                        let eq = compare(&array, CmpOp::Eq, v).unwrap();
+                        any = Some(match any {
+                            None => eq,
+                            Some(a) => or_kleene(&a, &eq).unwrap(),
+                        });
+                    }
+                    let any = any.unwrap();
+                    let expected = if negated { not(&any).unwrap() } else { any };
+                    assert_eq!(searched, expected, "{dt} {n} {negated}");
+                    assert!(expected.true_count() > 0 && expected.null_count() > 0);
+                }
+            }
+        }
     }
 
     #[test]
