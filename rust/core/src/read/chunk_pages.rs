@@ -31,7 +31,7 @@ use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescPtr;
 
 use super::dictionary_prefix::{
-    byte_arrays_end, cuttable, entries_used, entry_width, pages_read, MIN_BYTES,
+    byte_arrays_end, cuttable, entry_width, keys_used, pages_read, MIN_BYTES,
 };
 use super::page_buffers;
 use super::page_codec::{
@@ -39,7 +39,7 @@ use super::page_codec::{
 };
 use super::page_prefix::{page_start, Runs};
 use super::reader_builder;
-use super::snappy_prefix::snappy_prefix;
+use super::snappy_prefix::{snappy_prefix, snappy_window, BLOCK as SNAPPY_BLOCK};
 use crate::metadata::page_index::offset_index;
 
 /// A reader of `rows` (all when `None`) of row group `row_group` of `file`, `projection`
@@ -341,8 +341,9 @@ struct OwnPages<F: ChunkReader> {
     ahead: Option<Ahead<F>>,
     /// Those pages' bodies, raw and decompressed, until the reader asks for them.
     early: VecDeque<(Bytes, Bytes)>,
-    /// The dictionary entries decoded, when fewer than the chunk's.
-    cut: Option<usize>,
+    /// The dictionary entries decoded, when fewer than the chunk's: from the first of
+    /// them (those before are filler) to the end of the range.
+    cut: Option<(usize, usize)>,
     /// The rows the read takes from each page; `None` for a read of every row, or
     /// without an offset index.
     runs: Option<PageRows>,
@@ -459,25 +460,36 @@ impl<F: ChunkReader> OwnPages<F> {
         {
             return self.decompress(page);
         }
-        // Past half the dictionary a cut is not worth making: the keys are not counted
+        // Entries of a fixed width in a Snappy page may be decoded from the 64 KiB block
+        // before the first used ([`snappy_window`]); others from the start. Past half the
+        // dictionary a cut from the start is not worth making: the keys are not counted
         // further. Any page whose keys cannot be found leaves the dictionary whole.
+        let window = self.codec == Compression::SNAPPY && width.is_some();
         let most = match width {
+            Some(_) if window => all,
             Some(w) => size / w / 2,
             None => all / 2,
         };
-        let mut used = 0;
+        let (mut lowest, mut used) = (usize::MAX, 0);
         for (at, raw) in ahead.raw_pages()? {
             let body = raw.buffer().clone();
             let page = self.decompress_data(raw, at)?;
             if used <= most {
-                used = match entries_used(&page, &self.column, most) {
-                    Ok(n) => used.max(n),
-                    Err(_) => usize::MAX,
-                };
+                match keys_used(&page, &self.column, most) {
+                    Ok(Some((lo, end))) => (lowest, used) = (lowest.min(lo), used.max(end)),
+                    Ok(None) => {}
+                    Err(_) => used = usize::MAX,
+                }
             }
             self.early.push_back((body, page.buffer().clone()));
         }
         let entries = used.min(all);
+        // The first entry's byte, and the start of its Snappy block.
+        let first = match width {
+            Some(w) if window && lowest < entries => lowest * w,
+            _ => 0,
+        };
+        let block = first / SNAPPY_BLOCK * SNAPPY_BLOCK;
         // Byte arrays: their mean size, and half again, as a guess.
         let start = match width {
             Some(w) => entries * w,
@@ -486,17 +498,38 @@ impl<F: ChunkReader> OwnPages<F> {
                 mean.saturating_add(mean / 2).saturating_add(4096).min(size)
             }
         };
-        if start.saturating_mul(2) > size {
+        if (start - block.min(start)).saturating_mul(2) > size {
             return self.decompress(page);
         }
         let mut out = page_buffers::take(start);
         if out.len() < start {
             out.resize(start, 0);
         }
-        match self.codec {
-            Compression::SNAPPY => snappy_prefix(buf, &mut out[..start])?,
-            _ => zstd_prefix(buf, &mut out[..start])?,
-        }
+        let window = match (self.codec, width) {
+            (Compression::SNAPPY, Some(w)) if block > 0 => {
+                snappy_window(buf, &mut out[..start], first)?.map(|block| (block, w))
+            }
+            _ => None,
+        };
+        // The entries before the window's block (and one it cuts) are never read: filler.
+        let from = match window {
+            Some((block, w)) => {
+                out[..block].fill(0);
+                block.div_ceil(w)
+            }
+            // A stream not in independent blocks, whose start is most of it.
+            None if block > 0 && start.saturating_mul(2) > size => {
+                return self.decompress(page);
+            }
+            None if self.codec == Compression::SNAPPY => {
+                snappy_prefix(buf, &mut out[..start])?;
+                0
+            }
+            None => {
+                zstd_prefix(buf, &mut out[..start])?;
+                0
+            }
+        };
         let bytes = match width {
             Some(_) => start,
             None => match byte_arrays_end(&out[..start], entries) {
@@ -504,7 +537,7 @@ impl<F: ChunkReader> OwnPages<F> {
                 None => return self.decompress(page),
             },
         };
-        self.cut = Some(entries);
+        self.cut = Some((from, entries));
         Ok(Page::DictionaryPage {
             buf: page_buffers::page(out, bytes),
             num_values: entries as u32,
@@ -528,12 +561,14 @@ impl<F: ChunkReader> OwnPages<F> {
         }
         let page = self.decompress_data(page, at)?;
         // A page not read ahead must not use the entries left out.
-        if let Some(entries) = self.cut {
-            let used = entries_used(&page, &self.column, entries)?;
-            if used > entries {
-                return Err(ParquetError::General(format!(
-                    "a page uses {used} dictionary entries, of which {entries} were decoded"
-                )));
+        if let Some((from, entries)) = self.cut {
+            if let Some((lo, end)) = keys_used(&page, &self.column, entries)? {
+                if lo < from || end > entries {
+                    return Err(ParquetError::General(format!(
+                        "a page uses dictionary entries {lo} to {end}, of which {from} to \
+                         {entries} were decoded"
+                    )));
+                }
             }
         }
         Ok(page)
@@ -791,6 +826,34 @@ mod tests {
         written(&batch, version, codec)
     }
 
+    /// How many entries the dictionary page `page_reader` gives for `selected` rows of
+    /// leaf `leaf` (of eight bytes) holds, and how many of its first are all zero bytes.
+    fn dictionary_window(bytes: &Bytes, leaf: usize, selected: &RowSelection) -> (u32, usize) {
+        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
+        let meta = ArrowReaderMetadata::load(bytes, options).unwrap();
+        let mask = uses_mask(RowSelectionPolicy::default(), Some(selected));
+        let mut pages = page_reader(
+            Arc::new(bytes.clone()),
+            meta.metadata(),
+            0,
+            leaf,
+            Some(selected),
+            mask,
+        )
+        .unwrap();
+        match pages.get_next_page().unwrap() {
+            Some(Page::DictionaryPage {
+                buf, num_values, ..
+            }) => (
+                num_values,
+                buf.chunks(8)
+                    .take_while(|e| e.iter().all(|b| *b == 0))
+                    .count(),
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
     /// The dictionary page `page_reader` gives for `selected` rows of leaf `leaf`.
     fn dictionary_entries(bytes: &Bytes, leaf: usize, selected: &RowSelection) -> u32 {
         let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
@@ -895,10 +958,18 @@ mod tests {
             assert_eq!(dictionary_entries(&bytes, 0, &first), 857);
             assert_eq!(dictionary_entries(&bytes, 0, &two), 6000);
             // Entries are numbered as the writer meets them: the first page of any column
-            // uses the first. A later page of random keys uses them all: no cut.
+            // uses the first. A later page uses entries 15,000 to 16,000: from the start,
+            // more than half of them, so no cut; a Snappy page's are decoded from the
+            // 64 KiB block holding entry 15,000 (byte 120,000), the entries before it
+            // left as filler.
             assert_eq!(dictionary_entries(&bytes, 1, &first), 1000);
             let late = select(vec![RowSelector::skip(45_000), RowSelector::select(10)]);
-            assert_eq!(dictionary_entries(&bytes, 1, &late), 30_000);
+            let (entries, filler) = dictionary_window(&bytes, 1, &late);
+            match codec {
+                Compression::SNAPPY => assert_eq!((entries, filler), (16_000, 8192)),
+                // Whole: only the first entry, the value 0, is zero.
+                _ => assert_eq!((entries, filler), (30_000, 1)),
+            }
             // Byte arrays: 500 of the strings on the first page, 3,500 up to page 6.
             assert_eq!(dictionary_entries(&bytes, 2, &first), 500);
             assert_eq!(dictionary_entries(&bytes, 2, &two), 3500);

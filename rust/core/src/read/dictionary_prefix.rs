@@ -6,7 +6,11 @@
 //! decompress and decode the whole dictionary page (up to 1 MiB on Spark's files) for a
 //! few thousand entries. When the pages a read may use are few, they are decompressed
 //! first ([`super::chunk_pages`]); the largest key they hold says how many entries they
-//! use, and only those are decompressed and handed to the reader as the dictionary.
+//! use, and only those are decompressed and handed to the reader as the dictionary. In
+//! the middle of such a chunk the smallest key counts too: entries of a fixed width in a
+//! Snappy page are decoded from the 64 KiB block holding it on
+//! ([`super::snappy_prefix::snappy_window`]), those before it left as filler that no
+//! page read may use.
 //!
 //! Entries of fixed width end at `k × width`; byte arrays are walked by their lengths,
 //! in a start decompressed to a guess from their mean size (all of it when the guess
@@ -123,12 +127,17 @@ pub(super) fn entry_width(column: &ColumnDescriptor) -> Option<usize> {
     }
 }
 
-/// How many of the dictionary's first entries the decompressed data page `page` of
-/// `column` may use: one more than the largest key it holds, 0 when it is not
-/// dictionary encoded. Counts at least every key the page holds (a page with NULLs may
-/// count its padding too), or stops at a count over `most` (a cut no longer worth
-/// making); errors where the keys cannot be found.
-pub(super) fn entries_used(page: &Page, column: &ColumnDescriptor, most: usize) -> Result<usize> {
+/// The dictionary entries the decompressed data page `page` of `column` may use: the
+/// smallest key it holds and one more than the largest. Counts at least every key the
+/// page holds (a page with NULLs may count its padding too), or stops at a largest key of
+/// `most` or more (a cut no longer worth making), the smallest then counted only so far;
+/// `None` when the page is not dictionary encoded or holds no key; errors where the keys
+/// cannot be found.
+pub(super) fn keys_used(
+    page: &Page,
+    column: &ColumnDescriptor,
+    most: usize,
+) -> Result<Option<(usize, usize)>> {
     let (buf, values) = match page {
         Page::DataPage {
             buf,
@@ -139,7 +148,7 @@ pub(super) fn entries_used(page: &Page, column: &ColumnDescriptor, most: usize) 
             ..
         } => {
             if !is_dictionary(*encoding) {
-                return Ok(0);
+                return Ok(None);
             }
             let mut at = 0;
             for (max, encoding) in [
@@ -168,7 +177,7 @@ pub(super) fn entries_used(page: &Page, column: &ColumnDescriptor, most: usize) 
             ..
         } => {
             if !is_dictionary(*encoding) {
-                return Ok(0);
+                return Ok(None);
             }
             let at = *def_levels_byte_len as usize + *rep_levels_byte_len as usize;
             (buf.slice(at.min(buf.len())..), *num_values)
@@ -176,7 +185,8 @@ pub(super) fn entries_used(page: &Page, column: &ColumnDescriptor, most: usize) 
         Page::DictionaryPage { .. } => return Err(unlocated("a dictionary page")),
     };
     let most = u32::try_from(most).unwrap_or(u32::MAX);
-    largest_key(&buf, values as usize, most).map(|k| k.map_or(0, |k| k as usize + 1))
+    let keys = key_bounds(&buf, values as usize, most)?;
+    Ok(keys.map(|(lo, hi)| (lo as usize, hi as usize + 1)))
 }
 
 fn is_dictionary(encoding: Encoding) -> bool {
@@ -186,10 +196,11 @@ fn is_dictionary(encoding: Encoding) -> bool {
     )
 }
 
-/// The largest of the first `count` keys of a dictionary-encoded page's values (their
-/// bit width, then the keys in the RLE/bit-packed hybrid encoding); fewer if the values
-/// end first. Stops at the first batch of keys holding one of `most` or more.
-fn largest_key(values: &Bytes, count: usize, most: u32) -> Result<Option<u32>> {
+/// The smallest and the largest of the first `count` keys of a dictionary-encoded page's
+/// values (their bit width, then the keys in the RLE/bit-packed hybrid encoding); fewer
+/// if the values end first. Stops at the first batch of keys holding one of `most` or
+/// more.
+fn key_bounds(values: &Bytes, count: usize, most: u32) -> Result<Option<(u32, u32)>> {
     let Some(&bit_width) = values.first() else {
         return Ok(None);
     };
@@ -199,17 +210,19 @@ fn largest_key(values: &Bytes, count: usize, most: u32) -> Result<Option<u32>> {
     let mut keys = RleDecoder::new(bit_width);
     keys.set_data(values.slice(1..))?;
     let mut batch = vec![0u32; count.min(1024)];
-    let (mut left, mut largest) = (count, None);
+    let (mut left, mut bounds): (usize, Option<(u32, u32)>) = (count, None);
     while left > 0 {
         let n = left.min(batch.len());
         let got = keys.get_batch(&mut batch[..n])?;
-        largest = batch[..got].iter().copied().max().max(largest);
-        if got < n || largest.is_some_and(|k| k >= most) {
+        for &k in &batch[..got] {
+            bounds = Some(bounds.map_or((k, k), |(lo, hi)| (lo.min(k), hi.max(k))));
+        }
+        if got < n || bounds.is_some_and(|(_, hi)| hi >= most) {
             break;
         }
         left -= n;
     }
-    Ok(largest)
+    Ok(bounds)
 }
 
 fn unlocated(why: impl std::fmt::Display) -> ParquetError {
@@ -301,26 +314,27 @@ mod tests {
     }
 
     #[test]
-    fn the_largest_key_of_runs_and_packed_groups() {
-        // Bit width 5: a run of 3 keys of 7, then a bit-packed group of eight keys 0..8
+    fn the_smallest_and_largest_keys_of_runs_and_packed_groups() {
+        // Bit width 5: a run of 3 keys of 7, then a bit-packed group of eight keys 1..8
         // with a 30 among them.
         let mut values = vec![5u8, 3 << 1, 7, (1 << 1) | 1];
-        let keys = [0u64, 1, 2, 30, 4, 5, 6, 7];
+        let keys = [3u64, 1, 2, 30, 4, 5, 6, 7];
         let packed = keys
             .iter()
             .enumerate()
             .fold(0u64, |v, (i, k)| v | (k << (5 * i)));
         values.extend_from_slice(&packed.to_le_bytes()[..5]);
         let values = Bytes::from(values);
-        assert_eq!(largest_key(&values, 11, u32::MAX).unwrap(), Some(30));
+        assert_eq!(key_bounds(&values, 11, u32::MAX).unwrap(), Some((1, 30)));
         // Only the run's keys counted.
-        assert_eq!(largest_key(&values, 3, u32::MAX).unwrap(), Some(7));
-        assert_eq!(largest_key(&Bytes::new(), 3, u32::MAX).unwrap(), None);
-        assert!(largest_key(&Bytes::from_static(&[40, 0]), 3, u32::MAX).is_err());
+        assert_eq!(key_bounds(&values, 3, u32::MAX).unwrap(), Some((7, 7)));
+        assert_eq!(key_bounds(&values, 4, u32::MAX).unwrap(), Some((3, 7)));
+        assert_eq!(key_bounds(&Bytes::new(), 3, u32::MAX).unwrap(), None);
+        assert!(key_bounds(&Bytes::from_static(&[40, 0]), 3, u32::MAX).is_err());
         // Stopping after the first batch of keys (1,024) holding one of `most` or more:
         // a run of 1,024 keys of 7, then one of 30.
         let runs = Bytes::from_static(&[5, 0x80, 0x10, 7, 1 << 1, 30]);
-        assert_eq!(largest_key(&runs, 1025, u32::MAX).unwrap(), Some(30));
-        assert_eq!(largest_key(&runs, 1025, 5).unwrap(), Some(7));
+        assert_eq!(key_bounds(&runs, 1025, u32::MAX).unwrap(), Some((7, 30)));
+        assert_eq!(key_bounds(&runs, 1025, 5).unwrap(), Some((7, 7)));
     }
 }

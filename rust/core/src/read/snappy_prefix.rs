@@ -6,6 +6,16 @@
 //! literals and back-references, each written in turn, so decoding may stop as soon as
 //! the wanted bytes are written. Every length and offset is checked against the input
 //! and the output; a stream the wanted bytes cannot be read from is an error.
+//!
+//! A lookup in the middle of a chunk sorted by its key uses a dictionary's entries from
+//! the middle. Snappy's compressors (the reference one that parquet-java calls, `snap`,
+//! Go's) compress each 64 KiB block of their input alone, no back-reference reaching an
+//! earlier block; the format does not promise it. So the elements before the wanted
+//! bytes' block are passed over by their lengths, without writing them, and decoding
+//! starts at the block, where a back-reference out of it shows the stream is not of that
+//! kind: it is then decoded from its start. The bytes passed over are checked only as
+//! elements (lengths within the input), not written: damage there that leaves a valid
+//! run of elements to the block is not seen, as damage to a page never read is not.
 
 use parquet::errors::{ParquetError, Result};
 
@@ -16,6 +26,62 @@ pub(super) fn snappy_prefix(body: &[u8], out: &mut [u8]) -> Result<()> {
     let mut input = Input { body, pos: 0 };
     // The declared length: already checked, skipped here.
     while input.byte()? & 0x80 != 0 {}
+    decode(&mut input, out)
+}
+
+/// The size of the blocks Snappy's compressors compress alone.
+pub(super) const BLOCK: usize = 1 << 16;
+
+/// Fill `out[block..]` with those bytes of the stream `body` decompresses to, where
+/// `block` is the start of the 64 KiB block holding byte `from`, and say where that is;
+/// `out[..block]` is left as it is. `None` where the stream cannot be entered there (no
+/// element starts at the block, or one in it reaches back before it): the caller
+/// decodes from the start. The stream's declared length must be at least `out.len()`,
+/// as for [`snappy_prefix`].
+pub(super) fn snappy_window(body: &[u8], out: &mut [u8], from: usize) -> Result<Option<usize>> {
+    let block = from.min(out.len()) / BLOCK * BLOCK;
+    let mut input = Input { body, pos: 0 };
+    while input.byte()? & 0x80 != 0 {}
+    let mut at = 0;
+    while at < block {
+        at += passed_over(&mut input)?;
+    }
+    if at != block {
+        return Ok(None);
+    }
+    Ok(decode(&mut input, &mut out[block..]).ok().map(|()| block))
+}
+
+/// Read one element of `input` without writing it: the bytes it would write.
+fn passed_over(input: &mut Input<'_>) -> Result<usize> {
+    let tag = input.byte()?;
+    Ok(match tag & 3 {
+        0 => {
+            let len = match tag >> 2 {
+                n @ 0..=59 => usize::from(n) + 1,
+                n => input.little_endian(usize::from(n) - 59)? + 1,
+            };
+            input.take(len)?;
+            len
+        }
+        1 => {
+            input.take(1)?;
+            usize::from((tag >> 2) & 7) + 4
+        }
+        2 => {
+            input.take(2)?;
+            usize::from(tag >> 2) + 1
+        }
+        _ => {
+            input.take(4)?;
+            usize::from(tag >> 2) + 1
+        }
+    })
+}
+
+/// Fill all of `out` with what the elements of `input` write, from its position on;
+/// every back-reference must stay within `out`.
+fn decode(input: &mut Input<'_>, out: &mut [u8]) -> Result<()> {
     let mut written = 0;
     while written < out.len() {
         let tag = input.byte()?;
@@ -167,7 +233,65 @@ mod tests {
         assert!(snappy_prefix(&[20, 0xfc, 0xff, 0xff, 0xff, 0x7f], &mut [0; 10]).is_err());
     }
 
+    #[test]
+    fn a_window_is_decoded_from_its_block_or_refused() {
+        let data = mixed(300_000, 11);
+        let body = compressed(&data);
+        for (from, to) in [
+            (0, 10),
+            (65_535, 65_540),
+            (65_536, 65_600),
+            (70_000, 140_000),
+            (200_000, 200_008),
+            (299_990, 300_000),
+        ] {
+            let mut out = vec![0xaa; to];
+            let block = snappy_window(&body, &mut out, from).unwrap();
+            assert_eq!(block, Some(from / BLOCK * BLOCK), "{from}");
+            let block = from / BLOCK * BLOCK;
+            assert_eq!(out[block..], data[block..to], "{from}..{to}");
+            assert!(out[..block].iter().all(|b| *b == 0xaa), "left as it was");
+        }
+        // A stream whose second block copies from the first: refused, and decoded whole
+        // from the start all the same. Its elements: a 64 KiB run (a literal, then
+        // copies of one byte back), then a copy 65,536 back.
+        let mut hostile = vec![0x80, 0x80, 0x08]; // 131,072 bytes declared
+        hostile.extend([0, b'z']); // literal "z"
+        for _ in 0..1023 {
+            hostile.extend([(63 << 2) | 2, 1, 0]); // copy 64 from 1 back
+        }
+        hostile.extend([(62 << 2) | 2, 1, 0]); // copy 63 from 1 back: 65,536 written
+        for _ in 0..1024 {
+            hostile.extend([(63 << 2) | 3, 0, 0, 1, 0]); // copy 64 from 65,536 back
+        }
+        let mut whole = vec![0; 1 << 17];
+        assert_eq!(
+            snap::raw::Decoder::new()
+                .decompress(&hostile, &mut whole)
+                .unwrap(),
+            1 << 17
+        );
+        let mut out = vec![0; 1 << 17];
+        assert_eq!(snappy_window(&hostile, &mut out, 70_000).unwrap(), None);
+        assert_eq!(snappy_window(&hostile, &mut out, 1_000).unwrap(), Some(0));
+        snappy_prefix(&hostile, &mut out).unwrap();
+        assert_eq!(out, whole);
+        // A stream cut short before the block is an error, as from the start.
+        assert!(snappy_window(&body[..body.len() / 3], &mut vec![0; 300_000], 250_000).is_err());
+    }
+
     proptest! {
+        #[test]
+        fn windows_match_snap(seed in any::<u64>(), n in 0usize..300_000, a in 0usize..300_000, b in 0usize..300_000) {
+            let data = mixed(n, seed);
+            let body = compressed(&data);
+            let (from, to) = (a.min(b).min(n), a.max(b).min(n));
+            let mut out = vec![0; to];
+            let block = from / BLOCK * BLOCK;
+            prop_assert_eq!(snappy_window(&body, &mut out, from).unwrap(), Some(block));
+            prop_assert_eq!(&out[block..], &data[block..to]);
+        }
+
         #[test]
         fn prefixes_match_snap(seed in any::<u64>(), n in 0usize..20_000, cut in 0usize..20_000) {
             let data = mixed(n, seed);
