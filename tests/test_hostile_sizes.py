@@ -562,6 +562,55 @@ def test_offset_index_declaring_as_many_pages_as_its_bytes(tmp_path: Path) -> No
     assert_invalid(run_limited(bad, "k = 77"), "page locations")
 
 
+# OffsetIndex and PageLocation
+OI_PAGES = 1
+PL_OFFSET, PL_SIZE, PL_FIRST_ROW = 1, 2, 3
+
+
+def _swapped(pages: list[Struct]) -> None:
+    pages[1], pages[2] = pages[2], pages[1]
+
+
+def _late_start(pages: list[Struct]) -> None:
+    pages[0][PL_FIRST_ROW] = (I64, 1)
+
+
+def _past_the_rows(pages: list[Struct]) -> None:
+    pages[-1][PL_FIRST_ROW] = (I64, ROWS)
+
+
+def _two_at_one_row(pages: list[Struct]) -> None:
+    pages[2][PL_FIRST_ROW] = pages[1][PL_FIRST_ROW]
+
+
+@pytest.mark.parametrize("edit", [_swapped, _late_start, _past_the_rows, _two_at_one_row])
+def test_an_offset_index_out_of_row_order_is_refused(
+    tmp_path: Path, edit: Callable[[list[Struct]], None]
+) -> None:
+    """Readers find a row's page by a binary search of the pages' first rows: an offset
+    index whose pages do not start at rows in order, from row 0 and within the row group,
+    could hide rows from a lookup, and is refused as corrupt."""
+    data = write(
+        tmp_path / "ok.parquet", write_page_index=True, data_page_size=1024, write_batch_size=500
+    )
+    fmd = footer(data)
+    body_end = len(data) - 8 - struct.unpack("<I", data[-8:-4])[0]
+    chunk = fmd[FMD_ROW_GROUPS][1].items[0][RG_COLUMNS][1].items[0]
+    index = Decoder(data, chunk[CC_OFFSET_INDEX_OFFSET][1]).struct()
+    pages = index[OI_PAGES][1].items
+    assert len(pages) >= 3 and pages[0][PL_FIRST_ROW][1] == 0
+    edit(pages)
+    encoded = encode_struct(index)
+    chunk[CC_OFFSET_INDEX_OFFSET] = (I64, body_end)
+    chunk[CC_OFFSET_INDEX_LENGTH] = (I32, len(encoded))
+    body = encode_struct(fmd)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(data[:body_end] + encoded + body + struct.pack("<I", len(body)) + b"PAR1")
+    assert_invalid(run_limited(bad, "k = 777"), "bad.parquet", "do not start at rows in order")
+    # The file as written reads.
+    assert run_limited(tmp_path / "ok.parquet", "k = 777").get("rows") == 1
+
+
 MUTATIONS = LIMITED + textwrap.dedent(
     """
     import random
