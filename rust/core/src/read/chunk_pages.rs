@@ -826,36 +826,9 @@ mod tests {
         written(&batch, version, codec)
     }
 
-    /// How many entries the dictionary page `page_reader` gives for `selected` rows of
-    /// leaf `leaf` (of eight bytes) holds, and how many of its first are all zero bytes.
-    fn dictionary_window(bytes: &Bytes, leaf: usize, selected: &RowSelection) -> (u32, usize) {
-        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
-        let meta = ArrowReaderMetadata::load(bytes, options).unwrap();
-        let mask = uses_mask(RowSelectionPolicy::default(), Some(selected));
-        let mut pages = page_reader(
-            Arc::new(bytes.clone()),
-            meta.metadata(),
-            0,
-            leaf,
-            Some(selected),
-            mask,
-        )
-        .unwrap();
-        match pages.get_next_page().unwrap() {
-            Some(Page::DictionaryPage {
-                buf, num_values, ..
-            }) => (
-                num_values,
-                buf.chunks(8)
-                    .take_while(|e| e.iter().all(|b| *b == 0))
-                    .count(),
-            ),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    /// The dictionary page `page_reader` gives for `selected` rows of leaf `leaf`.
-    fn dictionary_entries(bytes: &Bytes, leaf: usize, selected: &RowSelection) -> u32 {
+    /// The dictionary page `page_reader` gives for `selected` rows of leaf `leaf`: its
+    /// entry count and bytes.
+    fn dictionary_page(bytes: &Bytes, leaf: usize, selected: &RowSelection) -> (u32, Bytes) {
         let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Required);
         let meta = ArrowReaderMetadata::load(bytes, options).unwrap();
         let mask = uses_mask(RowSelectionPolicy::default(), Some(selected));
@@ -871,13 +844,25 @@ mod tests {
         match pages.get_next_page().unwrap() {
             Some(Page::DictionaryPage {
                 num_values, buf, ..
-            }) => {
-                let width = if leaf == 2 { 4 + 17 } else { 8 };
-                assert_eq!(buf.len(), num_values as usize * width);
-                num_values
-            }
+            }) => (num_values, buf),
             other => panic!("not a dictionary page: {other:?}"),
         }
+    }
+
+    /// How many entries that dictionary page of leaf `leaf` (of eight bytes) holds, and
+    /// how many of its first are all zero bytes.
+    fn dictionary_window(bytes: &Bytes, leaf: usize, selected: &RowSelection) -> (u32, usize) {
+        let (entries, buf) = dictionary_page(bytes, leaf, selected);
+        let zeros = buf.chunks(8).take_while(|e| e.iter().all(|b| *b == 0));
+        (entries, zeros.count())
+    }
+
+    /// How many entries that dictionary page holds, checked against its bytes.
+    fn dictionary_entries(bytes: &Bytes, leaf: usize, selected: &RowSelection) -> u32 {
+        let (entries, buf) = dictionary_page(bytes, leaf, selected);
+        let width = if leaf == 2 { 4 + 17 } else { 8 };
+        assert_eq!(buf.len(), entries as usize * width);
+        entries
     }
 
     /// A file that counts the reads of each byte range.
