@@ -359,6 +359,12 @@ pub fn membership(array: &ArrayRef, list: &ValueList) -> Result<BooleanArray, Ar
 /// For a column of integers in SQL's order and a list of integers: whether each row's value
 /// is in the list, NULL where it is NULL; `None` for other columns and lists.
 pub fn integer_membership(array: &ArrayRef, list: &ValueList) -> Option<BooleanArray> {
+    let hits = integer_hits(array.as_ref(), list)?;
+    Some(BooleanArray::new(hits, array.logical_nulls()))
+}
+
+/// For each row of an integer column, whether its value is in the list of integers.
+fn integer_hits(array: &dyn Array, list: &ValueList) -> Option<BooleanBuffer> {
     macro_rules! ints {
         ($t:ty) => {{
             let set = list.ints()?;
@@ -366,8 +372,7 @@ pub fn integer_membership(array: &ArrayRef, list: &ValueList) -> Option<BooleanA
             BooleanBuffer::collect_bool(values.len(), |i| set.contains(values[i] as i128))
         }};
     }
-    let hits = by_integer_type!(array.data_type(), ints, return None);
-    Some(BooleanArray::new(hits, array.logical_nulls()))
+    Some(by_integer_type!(array.data_type(), ints, return None))
 }
 
 /// Membership of integer, float and byte columns searched in the column's native values,
@@ -375,13 +380,6 @@ pub fn integer_membership(array: &ArrayRef, list: &ValueList) -> Option<BooleanA
 /// strings, and for floats the order of [`float_key`]). `None` for other columns and for
 /// lists whose values are not all of the column's kind.
 fn native_membership(array: &dyn Array, list: &ValueList) -> Option<BooleanBuffer> {
-    macro_rules! ints {
-        ($t:ty) => {{
-            let set = list.ints()?;
-            let values = array.as_primitive::<$t>().values();
-            BooleanBuffer::collect_bool(values.len(), |i| set.contains(values[i] as i128))
-        }};
-    }
     macro_rules! bytes {
         ($a:expr) => {{
             let a = $a;
@@ -410,7 +408,7 @@ fn native_membership(array: &dyn Array, list: &ValueList) -> Option<BooleanBuffe
         DataType::Binary => bytes!(array.as_binary::<i32>()),
         DataType::LargeBinary => bytes!(array.as_binary::<i64>()),
         DataType::BinaryView => bytes!(array.as_binary_view()),
-        other => by_integer_type!(other, ints, return None),
+        _ => return integer_hits(array, list),
     })
 }
 
