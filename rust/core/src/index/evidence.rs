@@ -478,6 +478,10 @@ impl FileIndexEvidence for EmbeddedIndexes {
         (!indexes.is_empty() || !indexes.warnings.is_empty())
             .then(|| Box::new(indexes) as Box<dyn Evidence>)
     }
+
+    fn none_in(&self, md: &ParquetMetaData) -> bool {
+        locators(md.file_metadata().key_value_metadata()).is_empty()
+    }
 }
 
 #[cfg(test)]

@@ -160,6 +160,21 @@ impl MetadataCache {
         Ok((metadata, outcome))
     }
 
+    /// The cached metadata of this very version of a file (as listed), without opening
+    /// it. Not counted: a caller that does without [`Self::get`] calls [`Self::hit`].
+    pub fn peek(&self, identity: &FileIdentity) -> Option<Arc<ParquetMetaData>> {
+        let mut st = self.lock();
+        match st.entries.get(&identity.path) {
+            Some(e) if &e.identity == identity => Some(e.metadata.clone()),
+            _ => None,
+        }
+    }
+
+    /// Count a hit served by [`Self::peek`].
+    pub fn hit(&self) {
+        self.lock().hits += 1;
+    }
+
     /// Whether the cache holds the metadata of this very version of a file.
     pub fn contains(&self, identity: &FileIdentity) -> bool {
         let st = self.lock();

@@ -127,6 +127,9 @@ counters! {
             /// Files the catalog does not describe as they are now (added or changed since).
             files_not_in_catalog,
             list_requests,
+            /// Files planning opened: one whose footer the cache holds as listed, and
+            /// whose statistics rule out every row group, is not.
+            files_opened,
         }
         reading {
             pages_read,

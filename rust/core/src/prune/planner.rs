@@ -85,6 +85,12 @@ pub trait FileIndexEvidence: Sync {
         file: &'f StorageFile,
         md: &'f ParquetMetaData,
     ) -> Option<Box<dyn Evidence + 'f>>;
+
+    /// Whether the footer `md` shows that [`Self::open`] would find no index, nor any to
+    /// report as unusable: such a file need not be opened to learn it.
+    fn none_in(&self, _md: &ParquetMetaData) -> bool {
+        false
+    }
 }
 
 /// How a table's data file relates to the table: its columns (`ColumnMap`), and the scan's
@@ -168,7 +174,70 @@ pub enum Summary {
     None,
     /// Ruled out by the named source of evidence.
     PrunedBy(&'static str),
+    /// What each stage ruled out of a file whose footer was read.
+    Counts(Box<Counts>),
     Text(String),
+}
+
+/// A file's row groups, those each stage ruled out, and the rows left.
+#[derive(Debug, Default)]
+pub struct Counts {
+    row_groups: u64,
+    by_stats: u64,
+    by_bloom: u64,
+    by_page_index: u64,
+    /// Row groups and rows embedded indexes ruled out, and their kinds; none used if empty.
+    by_index: (u64, u64, Vec<&'static str>),
+    rows_selected: u64,
+    /// The file has no page index to narrow its row groups with.
+    no_page_index: bool,
+}
+
+impl Counts {
+    fn of(m: &Metrics, kinds: Vec<&'static str>, no_page_index: bool) -> Box<Counts> {
+        Box::new(Counts {
+            row_groups: m.row_groups.get(),
+            by_stats: m.row_groups_pruned_by_stats.get(),
+            by_bloom: m.row_groups_pruned_by_bloom.get(),
+            by_page_index: m.row_groups_pruned_by_page_index.get(),
+            by_index: (
+                m.row_groups_pruned_by_index.get(),
+                m.rows_pruned_by_index.get(),
+                kinds,
+            ),
+            rows_selected: m.rows_selected.get(),
+            no_page_index,
+        })
+    }
+}
+
+impl std::fmt::Display for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} row groups, {} pruned by statistics, {} by bloom filters",
+            self.row_groups, self.by_stats, self.by_bloom
+        )?;
+        let (groups, rows, kinds) = &self.by_index;
+        if !kinds.is_empty() {
+            let kinds = kinds.join(" and ");
+            write!(
+                f,
+                ", {groups} by embedded {kinds} index ({rows} rows ruled out within row groups)"
+            )?;
+        }
+        write!(
+            f,
+            ", {} by page index; {} rows selected{}",
+            self.by_page_index,
+            self.rows_selected,
+            if self.no_page_index {
+                " (no page index)"
+            } else {
+                ""
+            }
+        )
+    }
 }
 
 impl Summary {
@@ -177,6 +246,7 @@ impl Summary {
         match self {
             Summary::None => path.to_string(),
             Summary::PrunedBy(what) => format!("{path}: pruned by {what}"),
+            Summary::Counts(counts) => format!("{path}: {counts}"),
             Summary::Text(text) => format!("{path}: {text}"),
         }
     }
@@ -213,6 +283,9 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
         Description::Kept { answered } => answered,
     };
     // 3. The footer, in the scan's terms.
+    if let Some(counts) = ruled_out_unopened(f, ctx, pred, &m)? {
+        return Ok(FilePlan::pruned(m, Summary::Counts(counts), warnings));
+    }
     let (file, md) = open_footer(f, ctx, &m)?;
     let (adapted, columns) = adapt(f, ctx, &file, &md, pred)?;
     let needed = needed_leaves(&md, &file_roots(ctx, columns.as_deref()), adapted.as_ref());
@@ -421,6 +494,43 @@ enum Description {
 
 /// Stage 3: the file opened (or the one already open) and its footer, from the cache
 /// when it holds it.
+/// Stage 3 without opening the file, where the cache holds its footer as listed: the
+/// summary when the footer's statistics rule out every row group. Opening and closing a
+/// file costs more than the rest of planning one a lookup rules out. Files of a table
+/// (whose columns are mapped first) and files with embedded indexes (whose warnings are
+/// reported whatever prunes the file) take the way that opens them.
+fn ruled_out_unopened(
+    f: &FileToPlan,
+    ctx: &PlanContext,
+    pred: Option<&Predicate>,
+    m: &Metrics,
+) -> Result<Option<Box<Counts>>> {
+    let Some(pred) = pred else {
+        return Ok(None);
+    };
+    if ctx.adapter.is_some() {
+        return Ok(None);
+    }
+    let Some(md) = ctx.cache.peek(f.identity) else {
+        return Ok(None);
+    };
+    if !ctx.indexes.none_in(&md) {
+        return Ok(None);
+    }
+    check_schema(f.path, &md, &dataset_schema(ctx))?;
+    let mut statistics = FooterStatistics::new(&md);
+    for rg in 0..md.num_row_groups() {
+        if row_group_may_match(pred, rg, &mut [&mut statistics])? {
+            return Ok(None);
+        }
+    }
+    ctx.cache.hit();
+    m.footer_cache_hits.incr();
+    m.row_groups.set(md.num_row_groups() as u64);
+    m.row_groups_pruned_by_stats.set(md.num_row_groups() as u64);
+    Ok(Some(Counts::of(m, Vec::new(), !has_page_index(&md))))
+}
+
 fn open_footer(
     f: &FileToPlan,
     ctx: &PlanContext,
@@ -428,7 +538,10 @@ fn open_footer(
 ) -> Result<(StorageFile, Arc<ParquetMetaData>)> {
     let file = match ctx.opened {
         Some(o) if o.path() == f.path && o.identity().as_ref() == f.identity => o.clone(),
-        _ => StorageFile::open_listed(f.path, f.identity, ctx.io.clone())?,
+        _ => {
+            m.files_opened.incr();
+            StorageFile::open_listed(f.path, f.identity, ctx.io.clone())?
+        }
     };
     let (md, outcome) = ctx.cache.get(&file, false)?;
     if outcome.footer_hit {
@@ -465,14 +578,18 @@ fn adapt(
             Ok((p, Some(map)))
         }
         None => {
-            let dataset = DatasetSchema {
-                arrow: ctx.schema,
-                descr: ctx.descr,
-                hint: ctx.hint,
-            };
-            check_schema(f.path, md, &dataset)?;
+            check_schema(f.path, md, &dataset_schema(ctx))?;
             Ok((pred.cloned(), None))
         }
+    }
+}
+
+/// The schema every file of a scan without a table must have.
+fn dataset_schema<'a>(ctx: &PlanContext<'a>) -> DatasetSchema<'a> {
+    DatasetSchema {
+        arrow: ctx.schema,
+        descr: ctx.descr,
+        hint: ctx.hint,
     }
 }
 
@@ -734,72 +851,59 @@ fn units_of(
         m.rows_deleted.add(access.remove_positions(deleted));
     }
     let needed = needed_leaves(&md, &file_roots(ctx, columns.as_deref()), pred);
-    let mut planned = PlannedFile::new(
-        file.identity().as_ref().clone(),
-        md.clone(),
-        pred.cloned(),
-        f.partition_values.to_vec(),
-    )?;
-    if !access.kept().is_empty() && ctx.held.take() {
-        planned.handle = Some(file.handle());
-    }
-    planned.columns = columns;
-    let planned = Arc::new(planned);
+    let kept = access.kept();
     let mut units = Vec::new();
-    for rg in access.kept() {
-        let rows = access.rows(rg);
-        let ranges = access.ranges(rg);
-        for &leaf in &needed {
-            if let Some(oi) = offset_index(&md, rg, leaf) {
-                let bounds = page_boundaries(oi, rows);
-                for w in bounds.windows(2) {
-                    m.pages.incr();
-                    if !ranges.overlaps(&(w[0]..w[1].max(w[0]))) {
-                        m.pages_pruned.incr();
+    // A file with no row group left needs no reader: its schema's conversion would cost
+    // more than the rest of its planning.
+    if !kept.is_empty() {
+        let mut planned = PlannedFile::new(
+            file.identity().as_ref().clone(),
+            md.clone(),
+            pred.cloned(),
+            f.partition_values.to_vec(),
+        )?;
+        if ctx.held.take() {
+            planned.handle = Some(file.handle());
+        }
+        planned.columns = columns;
+        let planned = Arc::new(planned);
+        for rg in kept {
+            let rows = access.rows(rg);
+            let ranges = access.ranges(rg);
+            for &leaf in &needed {
+                if let Some(oi) = offset_index(&md, rg, leaf) {
+                    let bounds = page_boundaries(oi, rows);
+                    for w in bounds.windows(2) {
+                        m.pages.incr();
+                        if !ranges.overlaps(&(w[0]..w[1].max(w[0]))) {
+                            m.pages_pruned.incr();
+                        }
                     }
                 }
             }
+            m.rows_selected.add(ranges.row_count());
+            let conjunct_rows = pred.map_or_else(Vec::new, |p| conjunct_rows(&md, rg, p, &ranges));
+            let dictionary_probes = pred.map_or_else(Vec::new, |p| {
+                dictionary_probes(p, &md, rg, rows, &ranges, &needed)
+            });
+            units.push(ScanUnit {
+                file: planned.clone(),
+                row_group: rg,
+                ranges,
+                row_group_rows: rows,
+                conjunct_rows,
+                dictionary_probes,
+            });
         }
-        m.rows_selected.add(ranges.row_count());
-        let conjunct_rows = pred.map_or_else(Vec::new, |p| conjunct_rows(&md, rg, p, &ranges));
-        let dictionary_probes = pred.map_or_else(Vec::new, |p| {
-            dictionary_probes(p, &md, rg, rows, &ranges, &needed)
-        });
-        units.push(ScanUnit {
-            file: planned.clone(),
-            row_group: rg,
-            ranges,
-            row_group_rows: rows,
-            conjunct_rows,
-            dictionary_probes,
-        });
     }
     if units.is_empty() {
         m.files_pruned.set(1);
     }
     let kinds = report.map(|r| r.used).unwrap_or_default();
-    let by_index = if kinds.is_empty() {
-        String::new()
-    } else {
-        format!(
-            ", {} by embedded {} index ({} rows ruled out within row groups)",
-            m.row_groups_pruned_by_index.get(),
-            kinds.join(" and "),
-            m.rows_pruned_by_index.get()
-        )
-    };
-    let summary = Summary::Text(format!(
-        "{} row groups, {} pruned by statistics, {} by bloom filters{by_index}, {} by page index; {} rows selected{}",
-        m.row_groups.get(),
-        m.row_groups_pruned_by_stats.get(),
-        m.row_groups_pruned_by_bloom.get(),
-        m.row_groups_pruned_by_page_index.get(),
-        m.rows_selected.get(),
-        if pred.is_some() && !has_page_index(&md) {
-            " (no page index)"
-        } else {
-            ""
-        }
+    let summary = Summary::Counts(Counts::of(
+        &m,
+        kinds,
+        pred.is_some() && !has_page_index(&md),
     ));
     Ok(FilePlan {
         units,

@@ -645,6 +645,66 @@ mod tests {
     }
 
     #[test]
+    fn files_a_cached_footer_rules_out_are_not_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dataset(dir.path());
+        let cache = MetadataCache::new(1 << 24);
+        let opts = ScanOptions {
+            predicate: Some("k >= 1200 AND k < 1300".into()),
+            threads: 2,
+            ..Default::default()
+        };
+        let plan = || {
+            Scan::plan(
+                std::slice::from_ref(&root),
+                &opts,
+                &cache,
+                &AtomicBool::new(false),
+            )
+        };
+        let file_lines = |s: &Scan| -> Vec<String> {
+            let text = s.explain();
+            text.lines()
+                .filter(|l| l.contains("f.parquet:"))
+                .map(str::to_string)
+                .collect()
+        };
+        let cold = plan().unwrap();
+        assert_eq!(cold.metric("footers_read"), Some(3));
+        assert!(cold.metric("files_opened") >= Some(2));
+        let warm = plan().unwrap();
+        assert_eq!(warm.metric("files_opened"), Some(1));
+        assert_eq!(warm.metric("footer_cache_hits"), Some(3));
+        assert_eq!(warm.metric("files_pruned"), Some(2));
+        assert_eq!(warm.metric("row_groups_pruned_by_stats"), Some(4 + 2 + 4));
+        assert_eq!(file_lines(&warm), file_lines(&cold));
+        assert!(file_lines(&warm).iter().any(|l| l.ends_with(
+            "p=2/f.parquet: 4 row groups, 4 pruned by statistics, 0 by bloom filters, \
+             0 by page index; 0 rows selected"
+        )));
+        assert_eq!(keys(warm.stream()), (1200..1300).collect::<Vec<_>>());
+        // A file changed since its footer was cached is listed as another version: it is
+        // opened, and its rows read.
+        let sub = dir.path().join("p=2");
+        let layout = Layout::default();
+        let other = write_file(
+            &sub,
+            ".new.parquet",
+            vec![("k", int64s(1250..1252))],
+            layout,
+        );
+        std::fs::rename(other, sub.join("f.parquet")).unwrap();
+        let changed = plan().unwrap();
+        assert_eq!(changed.metric("files_opened"), Some(2));
+        assert_eq!(changed.metric("footers_read"), Some(1));
+        let mut expected: Vec<i64> = (1200..1300).chain(1250..1252).collect();
+        expected.sort_unstable();
+        let mut got = keys(changed.stream());
+        got.sort_unstable();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
     fn cancelling_stops_planning() {
         let dir = tempfile::tempdir().unwrap();
         let root = dataset(dir.path());
