@@ -1091,12 +1091,11 @@ mod tests {
                 assert_eq!(ours, theirs, "{version:?} {codec:?} {rows:?}");
                 assert_eq!(ours.num_rows(), rows.row_count());
             }
-            // Every other row of 1,800 from a page's start: the reader takes a mask, and
+            // Every other row of 800 from a page's start: the reader takes a mask, and
             // decodes every row from the first selected to the last.
             let scattered = RowSelection::from(
                 std::iter::once(RowSelector::skip(15_000))
-                    .chain((0..900).flat_map(|_| [RowSelector::select(1), RowSelector::skip(1)]))
-                    .chain([RowSelector::skip(23_200)])
+                    .chain((0..400).flat_map(|_| [RowSelector::select(1), RowSelector::skip(1)]))
                     .collect::<Vec<_>>(),
             );
             assert!(uses_mask(RowSelectionPolicy::default(), Some(&scattered)));
@@ -1107,7 +1106,7 @@ mod tests {
                 RowSelectionPolicy::default(),
             );
             assert_eq!(ours, read_theirs(&bytes, &meta, Some(scattered.clone())));
-            assert_eq!(ours.num_rows(), 900);
+            assert_eq!(ours.num_rows(), 400);
             // The doubles' page holding them: filler after the rows read.
             let start = data_pages_read(&bytes, 3, Some(&scattered), true);
             let whole = data_pages(&bytes, 3, None);
@@ -1132,11 +1131,17 @@ mod tests {
                 } else if !v2 || leaf == 0 {
                     // (Version 2 pages the writer may keep uncompressed, where compressing
                     // would not make them smaller, and strings it delta encodes.)
+                    // A Snappy page's start is decoded apart only where it is at most a
+                    // third of the page, 4 KiB of margin included: not of a small page.
                     let (start, whole) = (start.len(), whole.len());
-                    assert!(
-                        start * 4 < whole,
-                        "{version:?} {codec:?} {leaf}: {start} {whole}"
-                    );
+                    if codec == Compression::SNAPPY && whole < 3 * 4096 {
+                        assert_eq!(start, whole, "{version:?} {codec:?} {leaf}");
+                    } else {
+                        assert!(
+                            start * 4 < whole,
+                            "{version:?} {codec:?} {leaf}: {start} {whole}"
+                        );
+                    }
                 }
                 let pages = |s: &RowSelection| data_pages(&bytes, leaf, Some(s));
                 // The page whose last row is read, or all of whose rows are, is whole.
