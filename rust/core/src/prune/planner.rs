@@ -492,8 +492,6 @@ enum Description {
     Kept { answered: Vec<usize> },
 }
 
-/// Stage 3: the file opened (or the one already open) and its footer, from the cache
-/// when it holds it.
 /// Stage 3 without opening the file, where the cache holds its footer as listed: the
 /// summary when the footer's statistics rule out every row group. Opening and closing a
 /// file costs more than the rest of planning one a lookup rules out. Files of a table
@@ -531,6 +529,8 @@ fn ruled_out_unopened(
     Ok(Some(Counts::of(m, Vec::new(), !has_page_index(&md))))
 }
 
+/// Stage 3: the file opened (or the one already open) and its footer, from the cache
+/// when it holds it.
 fn open_footer(
     f: &FileToPlan,
     ctx: &PlanContext,

@@ -13,8 +13,8 @@
 //!
 //! Flat columns only (a row is a level), pages whose levels are RLE encoded, and values
 //! plain or dictionary encoded. The start is decompressed to a guess from the rows' share
-//! of the page; where the guess falls short, or the rows are most of the page, the page
-//! is decompressed whole instead.
+//! of the page; where the guess falls short, or the start is more of the page than is
+//! worth decoding apart ([`most`]), the page is decompressed whole instead.
 
 use std::ops::Range;
 
