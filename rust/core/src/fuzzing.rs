@@ -204,6 +204,45 @@ pub fn page_header(bytes: &[u8]) -> Result<()> {
         .map_err(|e| Error::invalid_file("page header", e))
 }
 
+/// A Snappy stream's start, as a page read from its start decodes it: the first two bytes
+/// are how many bytes are wanted (and where a window starts), the rest the stream. Where
+/// `snap` decodes the whole stream to at least that many bytes, pqindex's start and
+/// window must be those bytes (or the window refused, where the stream reaches back
+/// across a block); a difference panics.
+pub fn snappy_start(bytes: &[u8]) -> Result<()> {
+    use crate::read::snappy_prefix::{snappy_prefix, snappy_window, BLOCK};
+    let [a, b, body @ ..] = bytes else {
+        return Ok(());
+    };
+    let want = usize::from(u16::from_le_bytes([*a, *b])) * 8;
+    let mut whole = vec![0; 1 << 20];
+    let snap = snap::raw::Decoder::new()
+        .decompress(body, &mut whole)
+        .ok()
+        .filter(|len| *len >= want);
+    let mut out = vec![0; want];
+    let start = snappy_prefix(body, &mut out);
+    let mut window = vec![0; want];
+    let from = want / 2;
+    let entered = snappy_window(body, &mut window, from);
+    if snap.is_some() {
+        // A difference from snap is a bug: it panics.
+        assert!(
+            start.is_ok() && out[..] == whole[..want],
+            "the start differs from snap's"
+        );
+        match entered {
+            Ok(Some(block)) => assert!(
+                block == from / BLOCK * BLOCK && window[block..] == whole[block..want],
+                "the window differs from snap's"
+            ),
+            Ok(None) => {}
+            Err(e) => panic!("the window of a stream snap decodes: {e}"),
+        }
+    }
+    Ok(())
+}
+
 /// A Parquet bloom filter (header and bitset) at the start of a file, read as planning
 /// reads a column chunk's, with its length declared in the footer and without.
 pub fn bloom(bytes: &[u8]) -> Result<()> {
@@ -642,6 +681,7 @@ pub fn splice_key_values(footer: &[u8], entries: &[(String, Option<String>)]) ->
 pub const TARGETS: &[&str] = &[
     "footer",
     "page_header",
+    "snappy_start",
     "bloom",
     "container",
     "locator",
@@ -664,6 +704,7 @@ pub fn run_target(name: &str, data: &[u8], fixture: &[u8], indexed: &[u8]) -> Op
     Some(match name {
         "footer" => footer(data),
         "page_header" => page_header(data),
+        "snappy_start" => snappy_start(data),
         "bloom" => bloom(data),
         "container" => container(data, fixture),
         "locator" => locator(data, indexed),

@@ -97,5 +97,6 @@ pub mod bench {
     pub use crate::predicate::{bind, sql, BindSchema, Predicate};
     pub use crate::prune::page_index::row_ranges;
     pub use crate::prune::parquet_bloom::leaf_may_match;
+    pub use crate::read::snappy_prefix::snappy_prefix;
     pub use crate::write::properties;
 }

@@ -22,7 +22,7 @@ mod page_prefix;
 mod parallel_columns;
 mod predicate_first;
 pub mod shared_pages;
-mod snappy_prefix;
+pub(crate) mod snappy_prefix;
 pub mod split;
 
 use std::collections::HashSet;
