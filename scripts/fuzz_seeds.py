@@ -20,6 +20,7 @@ import hashlib
 import io
 import random
 import shutil
+import struct
 import sys
 import tempfile
 from decimal import Decimal
@@ -195,6 +196,48 @@ def page_start_seeds(work: Path) -> None:
         save("scan_file", path.read_bytes(), path.stem)
 
 
+def snappy_seeds() -> None:
+    """Snappy streams for ``snappy_start``, each after the two bytes saying how much of it
+    (in eights of a byte) is wanted: pages of numbers and of strings as Snappy's reference
+    compressor (pyarrow's) writes them, a start of two thirds wanted; hand-made elements of
+    every kind (runs repeating 1 to 7 bytes, a long literal, copies with 1-, 2- and 4-byte
+    offsets); and a second 64 KiB block copying from the first, where no window may start."""
+
+    def varint(n: int) -> bytes:
+        out = bytearray()
+        while n >= 0x80:
+            out.append((n & 0x7F) | 0x80)
+            n >>= 7
+        out.append(n)
+        return bytes(out)
+
+    def seed(want: int, stream: bytes) -> None:
+        save("snappy_start", struct.pack("<H", want // 8) + stream)
+
+    rng = random.Random(5)
+    numbers = b"".join(struct.pack("<q", rng.randrange(1 << 21)) for _ in range(3000))
+    keys = b"".join(struct.pack("<q", 1000 + i // 3) for i in range(3000))
+    words = ["carefully", "final", "deposits", "above", "the", "slyly", "ironic"]
+    texts = [" ".join(rng.choices(words, k=rng.randrange(2, 6))).encode() for _ in range(1500)]
+    strings = b"".join(struct.pack("<i", len(t)) + t for t in texts)
+    for raw in (numbers, keys, strings):
+        seed(len(raw) * 2 // 3, pa.compress(raw, codec="snappy", asbytes=True))
+    elements, n = bytearray([59 << 2]) + bytes(range(60)), 60
+    for period in range(1, 8):
+        elements += bytes([(63 << 2) | 2]) + struct.pack("<H", period)
+        n += 64
+    elements += bytes([61 << 2]) + struct.pack("<H", 199) + bytes(range(200))
+    elements += bytes([(1 << 5) | (7 << 2) | 1, 0x10])  # 11 bytes from 272 back
+    elements += bytes([(39 << 2) | 3]) + struct.pack("<I", 300)  # 40 bytes from 300 back
+    n += 200 + 11 + 40
+    seed(n, varint(n) + bytes(elements))
+    elements, n = bytearray([0, ord("z")]), 1
+    elements += bytes([(63 << 2) | 2, 1, 0]) * 1023 + bytes([(62 << 2) | 2, 1, 0])
+    elements += bytes([(63 << 2) | 3, 0, 0, 1, 0]) * 64  # 64 bytes from 65,536 back
+    n += 1023 * 64 + 63 + 64 * 64
+    seed(n, varint(n) + bytes(elements))
+
+
 def save(target: str, data: bytes, name: str | None = None) -> None:
     d = FUZZ / "corpus" / target
     d.mkdir(parents=True, exist_ok=True)
@@ -339,6 +382,7 @@ def main() -> int:
             if key.startswith("pqindex.index."):
                 save("locator", text.encode())
         page_start_seeds(work)
+        snappy_seeds()
         index_seeds(fixture, work)
         catalog_seeds(fixture, work)
         units_seeds(fixture, work)

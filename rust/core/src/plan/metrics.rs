@@ -128,7 +128,8 @@ counters! {
             files_not_in_catalog,
             list_requests,
             /// Files planning opened: one whose footer the cache holds as listed, and
-            /// whose statistics rule out every row group, is not.
+            /// whose statistics rule out every row group, is not. The file a scan opens
+            /// first to learn its schema is planned on that opening, not counted here.
             files_opened,
         }
         reading {
