@@ -491,8 +491,8 @@ mod tests {
             assert_eq!(worth_it(codec, 100_000, 20_001, 20_000), None);
             assert_eq!(worth_it(codec, 100_000, 1, 0), None);
         }
-        // Half the page: a start of either. Seven tenths (with the margin): a Zstandard
-        // start, a whole Snappy page.
+        // Two fifths of the rows (54% of the page with the margin): a start of either.
+        // Eleven twentieths (73%): a Zstandard start, a whole Snappy page.
         for codec in [Compression::SNAPPY, zstd] {
             assert_eq!(
                 worth_it(codec, 100_000, 8_000, 20_000),
