@@ -143,6 +143,11 @@ counters! {
             /// Units (or pieces of one) whose dictionary pages held none of the values: no
             /// data page of them was read.
             units_pruned_by_dictionary,
+            /// PLAIN data pages searched for the bytes of an `=` or `IN` on a string or
+            /// fixed-length binary column, before the predicate pass.
+            plain_pages_searched,
+            /// Of those, pages holding none of the values: their rows were not read.
+            pages_ruled_out_by_values,
             rows_scanned,
             rows_matched,
             units_read,

@@ -105,7 +105,7 @@ fn explain(scan: &Scan) -> String {
     );
     let _ = writeln!(
         s,
-        "  read so far: {} rows scanned, {} matched, {} data pages, {} dictionary pages ({} not needed; {} asked before the data pages, ruling out {} units), {} bytes in {} requests ({} listing)",
+        "  read so far: {} rows scanned, {} matched, {} data pages, {} dictionary pages ({} not needed; {} asked before the data pages, ruling out {} units), {} plain pages searched for values ({} ruled out), {} bytes in {} requests ({} listing)",
         m.rows_scanned.get(),
         m.rows_matched.get(),
         m.pages_read.get(),
@@ -113,6 +113,8 @@ fn explain(scan: &Scan) -> String {
         m.dictionary_pages_skipped.get(),
         m.dictionary_pages_probed.get(),
         m.units_pruned_by_dictionary.get(),
+        m.plain_pages_searched.get(),
+        m.pages_ruled_out_by_values.get(),
         m.bytes_read.get(),
         m.requests.get(),
         m.list_requests.get()

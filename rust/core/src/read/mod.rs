@@ -20,6 +20,7 @@ mod page_codec;
 pub mod page_guard;
 mod page_prefix;
 mod parallel_columns;
+mod plain_probe;
 mod predicate_first;
 pub mod shared_pages;
 pub(crate) mod snappy_prefix;
@@ -241,12 +242,33 @@ pub fn read_unit(
             return Ok(Box::new(std::iter::empty()));
         }
     }
+    // Pages of a needle's string column holding none of its values are not read (local
+    // files only, as above: on an object store every page comes in one round trip).
+    let searched = match predicate.as_ref().filter(|_| !file.is_remote()) {
+        Some(pred) => {
+            let chunk = plain_probe::Chunk {
+                file: &file,
+                guard: &guard,
+                md: &md,
+                rg,
+                rows: unit.row_group_rows,
+                shared: shared.map(|s| s.as_ref()),
+                metrics,
+            };
+            plain_probe::narrowed(&chunk, pred, &unit.ranges)?
+        }
+        None => None,
+    };
+    let ranges = searched.as_ref().unwrap_or(&unit.ranges);
+    if ranges.is_empty() {
+        return Ok(Box::new(std::iter::empty()));
+    }
     let mut skipped = dictionary::fetch_selected_pages(
         &file,
         &md,
         rg,
         &eager_leaves,
-        &unit.ranges,
+        ranges,
         unit.row_group_rows,
         shared.map(|s| s.as_ref()),
     )
@@ -258,7 +280,7 @@ pub fn read_unit(
         .filter(|l| !eager_leaves.contains(l))
         .collect();
     skipped.extend(
-        dictionary::unused_dictionaries(&file, &md, rg, &later, &unit.ranges, unit.row_group_rows)
+        dictionary::unused_dictionaries(&file, &md, rg, &later, ranges, unit.row_group_rows)
             .map_err(|e| e.in_file(&path))?,
     );
     let offsets = Arc::new(Mutex::new(HashSet::new()));
@@ -288,9 +310,9 @@ pub fn read_unit(
         (one, 0)
     };
 
-    metrics.rows_scanned.add(unit.ranges.row_count());
-    let selection = (unit.ranges.row_count() < unit.row_group_rows)
-        .then(|| unit.ranges.to_selection(unit.row_group_rows));
+    metrics.rows_scanned.add(ranges.row_count());
+    let selection = (ranges.row_count() < unit.row_group_rows)
+        .then(|| ranges.to_selection(unit.row_group_rows));
     let every_conjunct_reads = filters.iter().all(|f| !f.3.is_empty());
     let reused = match &predicate {
         Some(_) if every_conjunct_reads => {
@@ -303,7 +325,7 @@ pub fn read_unit(
         Some(_)
             if every_conjunct_reads
                 && threads > 1
-                && unit.ranges.row_count() <= parallel_columns::MAX_ROWS =>
+                && ranges.row_count() <= parallel_columns::MAX_ROWS =>
         {
             let others: Vec<usize> = roots
                 .iter()
@@ -313,7 +335,7 @@ pub fn read_unit(
             let at = parallel_columns::Selected {
                 md: &md,
                 row_group: rg,
-                ranges: &unit.ranges,
+                ranges,
                 rows: unit.row_group_rows,
             };
             Some(parallel_columns::shares(

@@ -1,0 +1,203 @@
+//! Data pages ruled out by searching their plain values for the bytes an `=` or `IN` needs.
+//!
+//! A PLAIN data page stores each non-null value as its plain encoding, one after another
+//! (a string or binary as a 4-byte length and its bytes). A page whose decompressed bytes
+//! hold none of the encodings of the values asked holds no row equal to one of them:
+//! exact, where the page index cannot speak for a value between a page's bounds. Finding
+//! the bytes anywhere else (in the levels, across two values) only keeps a page.
+//!
+//! This pays where a needle is sought in a column no statistic narrows and no bloom
+//! filter covers, such as a comment or an identifier written by Spark: the predicate
+//! column must be decompressed whole anyway, and a search of its bytes costs a fraction
+//! of decoding every value into an array to compare it. The pages kept (usually none or
+//! one) are read again by the predicate pass. Only string and fixed-length binary columns
+//! are searched: integers decode about as fast as they are searched
+//! ([`super::integer_columns`]). A search that keeps most of its first pages stops, and
+//! the rest of the chunk is read as before, so a common value costs a few pages twice.
+
+use std::ops::Range;
+
+use memchr::memmem::Finder;
+use parquet::basic::{Compression, Type as PhysicalType};
+use parquet::file::metadata::ParquetMetaData;
+
+use super::page_codec::decompressed;
+use super::page_guard::PageGuard;
+use super::shared_pages::SharedPages;
+use crate::error::{Error, Result};
+use crate::io::StorageFile;
+use crate::metadata::page_header::{page_sizes, DATA_PAGE};
+use crate::metadata::page_index::{offset_index, page_boundaries};
+use crate::plan::{Metrics, RowRanges};
+use crate::predicate::expr::Predicate;
+use crate::predicate::plain::{encodings, probe_values};
+
+/// Fewer candidate pages are not searched: the pages kept are decompressed twice, and a
+/// selection the page index narrowed this far is read quickly as it is.
+const MIN_PAGES: usize = 8;
+/// Longer IN lists are not searched: each value is one pass over every page.
+const MAX_VALUES: usize = 16;
+/// After this many pages, a search that kept more than a quarter of them stops.
+const TRIAL_PAGES: usize = 8;
+/// The `encoding` of a PLAIN page, as the raw Thrift enum value.
+const PLAIN: i64 = 0;
+
+/// What one search needs of the unit being read.
+pub(super) struct Chunk<'a> {
+    pub file: &'a StorageFile,
+    pub guard: &'a PageGuard,
+    pub md: &'a ParquetMetaData,
+    pub rg: usize,
+    /// Rows in the row group.
+    pub rows: u64,
+    pub shared: Option<&'a SharedPages>,
+    pub metrics: &'a Metrics,
+}
+
+/// `ranges` without the rows of the pages that no conjunct of `pred` can hold a match in,
+/// or `None` when no page is ruled out.
+pub(super) fn narrowed(
+    chunk: &Chunk<'_>,
+    pred: &Predicate,
+    ranges: &RowRanges,
+) -> Result<Option<RowRanges>> {
+    let mut current = ranges.clone();
+    let mut narrowed = false;
+    for conjunct in pred.conjuncts() {
+        let Some(ruled_out) = ruled_out(chunk, conjunct, &current)? else {
+            continue;
+        };
+        current = current.subtract(&ruled_out, chunk.rows);
+        narrowed = true;
+        if current.is_empty() {
+            break;
+        }
+    }
+    Ok(narrowed.then_some(current))
+}
+
+/// The rows of the pages, among those holding rows of `ranges`, where `leaf` cannot be
+/// TRUE; `None` when the leaf is not one this search answers or no page is ruled out.
+fn ruled_out(chunk: &Chunk<'_>, leaf: &Predicate, ranges: &RowRanges) -> Result<Option<RowRanges>> {
+    let Some(needles) = needles(chunk.md, leaf) else {
+        return Ok(None);
+    };
+    let Some(index) = leaf.column().and_then(|c| c.leaf) else {
+        return Ok(None);
+    };
+    let Some(oi) = offset_index(chunk.md, chunk.rg, index) else {
+        return Ok(None);
+    };
+    let bounds = page_boundaries(oi, chunk.rows);
+    let locations = oi.page_locations();
+    let pages: Vec<usize> = (0..locations.len())
+        .filter(|&p| bounds[p] < bounds[p + 1] && ranges.overlaps(&(bounds[p]..bounds[p + 1])))
+        .collect();
+    if pages.len() < MIN_PAGES {
+        return Ok(None);
+    }
+    let page_range = |p: usize| -> Option<Range<u64>> {
+        let loc = &locations[p];
+        let start = u64::try_from(loc.offset).ok()?;
+        Some(start..start.checked_add(u64::try_from(loc.compressed_page_size).ok()?)?)
+    };
+    let Some(fetch) = pages
+        .iter()
+        .map(|&p| page_range(p))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return Ok(None);
+    };
+    match chunk.shared {
+        Some(shared) => shared.prefetch(chunk.file, fetch.clone())?,
+        None => chunk.file.prefetch(fetch.clone())?,
+    }
+    let codec = chunk.md.row_group(chunk.rg).column(index).compression();
+    let finders: Vec<Finder<'_>> = needles.iter().map(Finder::new).collect();
+    let (mut searched, mut kept) = (0usize, 0usize);
+    let mut out = Vec::new();
+    for (&p, range) in pages.iter().zip(fetch) {
+        if searched >= TRIAL_PAGES && kept * 4 > searched {
+            break;
+        }
+        let Some(found) = search(chunk, index, codec, range, &finders)? else {
+            continue;
+        };
+        searched += 1;
+        chunk.metrics.plain_pages_searched.incr();
+        if found {
+            kept += 1;
+        } else {
+            chunk.metrics.pages_ruled_out_by_values.incr();
+            out.push(bounds[p]..bounds[p + 1]);
+        }
+    }
+    Ok((!out.is_empty()).then(|| RowRanges::from_ranges(out)))
+}
+
+/// The plain encodings a page of `leaf`'s column holds if a row satisfies it, when the
+/// leaf is an `=` or `IN` on a flat string or fixed-length binary column.
+fn needles(md: &ParquetMetaData, leaf: &Predicate) -> Option<Vec<Vec<u8>>> {
+    let values = probe_values(leaf).filter(|v| v.len() <= MAX_VALUES)?;
+    let col = leaf.column()?;
+    let descr = md
+        .file_metadata()
+        .schema_descr()
+        .columns()
+        .get(col.leaf?)?
+        .clone();
+    if descr.max_rep_level() != 0 {
+        return None;
+    }
+    let (physical, type_length) = (descr.physical_type(), descr.type_length());
+    let mut out = Vec::new();
+    for v in values {
+        for e in encodings(v, col, physical, type_length)? {
+            match physical {
+                PhysicalType::BYTE_ARRAY => {
+                    let len = u32::try_from(e.len()).ok()?;
+                    out.push([&len.to_le_bytes()[..], &e].concat());
+                }
+                PhysicalType::FIXED_LEN_BYTE_ARRAY => out.push(e),
+                _ => return None,
+            }
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// Whether the data page at `range` holds one of the `finders`' bytes; `None` when it is
+/// not a PLAIN v1 data page (a dictionary-encoded page holds keys, not values).
+fn search(
+    chunk: &Chunk<'_>,
+    index: usize,
+    codec: Compression,
+    range: Range<u64>,
+    finders: &[Finder<'_>],
+) -> Result<Option<bool>> {
+    let path = chunk.file.path();
+    let bytes = chunk
+        .file
+        .read_range(range.start, (range.end - range.start) as usize)?;
+    chunk.guard.check(range.start, &bytes, true)?;
+    let damaged = |why: String| Error::invalid_file(path, format!("column {index}: {why}"));
+    let header = page_sizes(&bytes).map_err(damaged)?;
+    if header.page_type != DATA_PAGE || header.encoding != Some(PLAIN) {
+        return Ok(None);
+    }
+    let body = usize::try_from(header.compressed)
+        .ok()
+        .and_then(|len| bytes.get(header.header_len..header.header_len.checked_add(len)?))
+        .ok_or_else(|| damaged("a data page longer than its bytes".into()))?;
+    let owned;
+    let values: &[u8] = match codec {
+        Compression::UNCOMPRESSED => body,
+        codec => {
+            let size = usize::try_from(header.uncompressed)
+                .map_err(|_| damaged("a negative page size".into()))?;
+            owned = decompressed(codec, body, size).map_err(|e| damaged(e.to_string()))?;
+            &owned
+        }
+    };
+    Ok(Some(finders.iter().any(|f| f.find(values).is_some())))
+}
