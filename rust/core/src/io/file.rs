@@ -264,7 +264,23 @@ impl StorageFile {
         if let Some(b) = self.buffered(start, length) {
             return Ok(b);
         }
-        self.fetch(start..start + length as u64)
+        let range = start..start + length as u64;
+        if length as u64 <= STITCH_MAX {
+            // Parts already held (a page's header, read to learn its encoding) are not
+            // read again: only the rest is, and the whole is put together, not kept.
+            let stitch = self.missing(range.clone());
+            if stitch.holds_any() {
+                let mut whole = Vec::with_capacity(length);
+                for part in &stitch.parts {
+                    match part {
+                        Part::Held(bytes) => whole.extend_from_slice(bytes),
+                        Part::Fetch(r) => whole.extend_from_slice(&self.fetch(r.clone())?),
+                    }
+                }
+                return Ok(Bytes::from(whole));
+            }
+        }
+        self.fetch(range)
     }
 
     /// One request for `range`, not kept.
@@ -626,6 +642,28 @@ mod tests {
             .unwrap();
         assert_eq!(stats.bytes(), 7_000);
         assert_eq!(file.prefetched(1_000..8_000).unwrap(), &data[1_000..8_000]);
+    }
+
+    #[test]
+    fn a_read_past_a_held_header_reads_only_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.bin");
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let stats = Arc::new(IoStats::default());
+        let file = StorageFile::open(path.to_str().unwrap(), stats.clone()).unwrap();
+        // A page's first bytes, read to learn its encoding, then the whole page.
+        file.prefetch_with_scattered(Vec::new(), vec![3_000..3_100])
+            .unwrap();
+        assert_eq!(stats.bytes(), 100);
+        assert_eq!(file.read_range(3_000, 2_000).unwrap(), &data[3_000..5_000]);
+        assert_eq!(stats.bytes(), 2_000);
+        // The whole is not kept: read again, it is read again (but not its header).
+        assert_eq!(file.read_range(3_050, 1_000).unwrap(), &data[3_050..4_050]);
+        assert_eq!(stats.bytes(), 2_950);
+        // Nothing held at its start: one read of it all.
+        assert_eq!(file.read_range(6_000, 500).unwrap(), &data[6_000..6_500]);
+        assert_eq!(stats.bytes(), 3_450);
     }
 
     #[test]
