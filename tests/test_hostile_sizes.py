@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pqindex
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -377,6 +378,32 @@ def test_data_page_declaring_2gib_uncompressed(tmp_path: Path, codec: str) -> No
     if codec == "none":
         # Nothing is decompressed: the size is not used, the rows are read as they are.
         assert out.get("rows") == ROWS or out.get("error") == "InvalidFileError", out
+    else:
+        assert_invalid(out, "page")
+
+
+@pytest.mark.parametrize("codec", ["none", "snappy", "zstd"])
+def test_searched_pages_declaring_2gib_uncompressed(tmp_path: Path, codec: str) -> None:
+    """The PLAIN pages an `=` on a string column searches for its bytes before the
+    predicate pass are bounded as the pages read for rows are."""
+    ok = tmp_path / "ok.parquet"
+    data = write(
+        ok,
+        compression=codec,
+        use_dictionary=False,
+        write_page_index=True,
+        data_page_size=1_024,
+        write_batch_size=100,
+    )
+    where = "s = 'value-005'"
+    searched = pqindex.scan(str(ok), where=where)
+    assert searched.to_arrow().num_rows == len([i for i in range(ROWS) if i % 37 == 5])
+    assert searched.metrics()["plain_pages_searched"] > 0
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(rewrite_pages(data, set_page((DATA_PAGE,), PH_UNCOMPRESSED, I32_MAX)))
+    out = run_limited(bad, where)
+    if codec == "none":
+        assert out.get("rows") is not None or out.get("error") == "InvalidFileError", out
     else:
         assert_invalid(out, "page")
 
