@@ -14,7 +14,7 @@ fi
 extras=$(.venv/bin/python - <<'PY'
 import tomllib
 deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]
-print("\n".join(deps["test"] + deps["dev"]))
+print("\n".join(deps["test"] + deps["dev"] + deps["bench"]))
 PY
 )
 mapfile -t requirements <<< "$extras"
