@@ -141,18 +141,24 @@ def duckdb_where(where: str) -> str:
     return "".join(out)
 
 
-def test_only_the_page_holding_a_needle_is_read(tmp_path: Path) -> None:
-    path = tmp_path / "plain.parquet"
+def write_pages(path: Path, row_group_size: int, use_dictionary: bool | list[str]) -> Path:
+    """`needle_table()` in pages of about 1,000 rows, with the page index; decimals as
+    fixed-length binaries."""
     pq.write_table(
         needle_table(),
         path,
-        row_group_size=20_000,
-        use_dictionary=False,
+        row_group_size=row_group_size,
+        use_dictionary=use_dictionary,
         data_page_size=8_192,
         write_batch_size=500,
         write_page_index=True,
         store_decimal_as_integer=False,
     )
+    return path
+
+
+def test_only_the_page_holding_a_needle_is_read(tmp_path: Path) -> None:
+    path = write_pages(tmp_path / "plain.parquet", 20_000, use_dictionary=False)
     scan = pqindex.scan(str(path), where="s = 'row-001234'")
     assert scan.to_arrow().column("id").to_pylist() == [1234]
     m = scan.metrics()
@@ -170,25 +176,17 @@ def test_only_the_page_holding_a_needle_is_read(tmp_path: Path) -> None:
     inside = pqindex.scan(str(path), where="s = 'row-001003'")
     assert inside.to_arrow().column("id").to_pylist() == [1003]
     # Fixed-length binaries and decimals stored as them are searched the same way.
-    for where, value in [("b = X'3031323334'", 1234), ("dec = 12.34", 1234)]:
+    # (`b` is NULL on every 11th row, `dec` on every 7th.)
+    for where, nulls in [("b = X'3031323334'", 11), ("dec = 12.34", 7)]:
         fixed = pqindex.scan(str(path), where=where)
         assert fixed.to_arrow().column("id").to_pylist() == [
-            i for i in range(ROWS) if shuffled(i) == value and i % 7 and i % 11
+            i for i in range(ROWS) if shuffled(i) == 1234 and i % nulls
         ]
         assert fixed.metrics()["pages_ruled_out_by_values"] > 0
 
 
 def test_a_value_in_every_page_stops_the_search(tmp_path: Path) -> None:
-    path = tmp_path / "plain.parquet"
-    pq.write_table(
-        needle_table(),
-        path,
-        row_group_size=40_000,
-        use_dictionary=False,
-        data_page_size=8_192,
-        write_batch_size=500,
-        write_page_index=True,
-    )
+    path = write_pages(tmp_path / "plain.parquet", ROWS, use_dictionary=False)
     scan = pqindex.scan(str(path), where="s = 'same'")
     expected = [i for i in range(ROWS) if string_of(i) == "same"]
     assert scan.to_arrow().column("id").to_pylist() == expected
@@ -200,16 +198,7 @@ def test_a_value_in_every_page_stops_the_search(tmp_path: Path) -> None:
 
 
 def test_dictionary_pages_are_kept_unsearched(tmp_path: Path) -> None:
-    path = tmp_path / "dictionary.parquet"
-    pq.write_table(
-        needle_table(),
-        path,
-        row_group_size=40_000,
-        use_dictionary=["s"],
-        data_page_size=8_192,
-        write_batch_size=500,
-        write_page_index=True,
-    )
+    path = write_pages(tmp_path / "dictionary.parquet", ROWS, use_dictionary=["s"])
     # Every page is dictionary encoded: none is searched, and the rows are right.
     scan = pqindex.scan(str(path), where="s = 'row-001234'")
     assert scan.to_arrow().column("id").to_pylist() == [1234]

@@ -594,14 +594,21 @@ mod tests {
         assert!(file.prefetched(1500..4000).is_some());
     }
 
-    #[test]
-    fn a_range_held_in_part_fetches_only_the_rest_and_is_kept_whole() {
+    /// A local file of 10,000 numbered bytes, its bytes, and the stats of its reads (the
+    /// directory lives as long as the file is used).
+    fn numbered_file() -> (tempfile::TempDir, Vec<u8>, Arc<IoStats>, StorageFile) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f.bin");
         let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
         std::fs::write(&path, &data).unwrap();
         let stats = Arc::new(IoStats::default());
         let file = StorageFile::open(path.to_str().unwrap(), stats.clone()).unwrap();
+        (dir, data, stats, file)
+    }
+
+    #[test]
+    fn a_range_held_in_part_fetches_only_the_rest_and_is_kept_whole() {
+        let (_dir, data, stats, file) = numbered_file();
         // A footer's tail read, then a page index reaching into it.
         file.keep([(9_000, file.read_range(9_000, 1_000).unwrap())]);
         file.prefetch(std::iter::once(6_000..9_500).collect())
@@ -626,12 +633,7 @@ mod tests {
 
     #[test]
     fn a_piece_held_inside_a_local_range_is_not_read_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f.bin");
-        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&path, &data).unwrap();
-        let stats = Arc::new(IoStats::default());
-        let file = StorageFile::open(path.to_str().unwrap(), stats.clone()).unwrap();
+        let (_dir, data, stats, file) = numbered_file();
         // A dictionary page read ahead, then the chunks around it in one range.
         file.prefetch(std::iter::once(2_000..2_500).collect())
             .unwrap();
@@ -646,14 +648,9 @@ mod tests {
 
     #[test]
     fn a_read_past_a_held_header_reads_only_the_rest() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("f.bin");
-        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&path, &data).unwrap();
-        let stats = Arc::new(IoStats::default());
-        let file = StorageFile::open(path.to_str().unwrap(), stats.clone()).unwrap();
+        let (_dir, data, stats, file) = numbered_file();
         // A page's first bytes, read to learn its encoding, then the whole page.
-        file.prefetch_with_scattered(Vec::new(), vec![3_000..3_100])
+        file.prefetch_with_scattered(Vec::new(), std::iter::once(3_000..3_100).collect())
             .unwrap();
         assert_eq!(stats.bytes(), 100);
         assert_eq!(file.read_range(3_000, 2_000).unwrap(), &data[3_000..5_000]);
