@@ -113,6 +113,18 @@ CASES = [
     "dec = 12.35",
     "dec = 7.00",
     "dec IN (0.01, 399.99)",
+    # Patterns: a page lacking a literal piece every match contains is ruled out.
+    "s LIKE '%001234%'",
+    "s LIKE 'row-0012%'",
+    "s LIKE '%-0399_9'",
+    "s LIKE 'row%001%x'",
+    "s LIKE '%zzz%'",
+    "s ILIKE '%ROW-001234%'",
+    "s NOT LIKE '%1%'",
+    "contains(s, '-00123')",
+    "regexp_matches(s, 'row-0012[0-9]4')",
+    "regexp_matches(s, '(?i)ROW-001234')",
+    "s LIKE '%001234%' OR id = 7",
 ]
 
 
@@ -183,6 +195,27 @@ def test_only_the_page_holding_a_needle_is_read(tmp_path: Path) -> None:
             i for i in range(ROWS) if shuffled(i) == 1234 and i % nulls
         ]
         assert fixed.metrics()["pages_ruled_out_by_values"] > 0
+
+
+def test_pages_lacking_a_pattern_piece_are_not_read(tmp_path: Path) -> None:
+    path = write_pages(tmp_path / "plain.parquet", 20_000, use_dictionary=False)
+    scan = pqindex.scan(str(path), where="s LIKE '%001234%'")
+    assert scan.to_arrow().column("id").to_pylist() == [1234]
+    m = scan.metrics()
+    assert m["plain_pages_searched"] >= 2 * 8
+    assert m["pages_ruled_out_by_values"] == m["plain_pages_searched"] - 1
+    # Every piece must be there: `row-` is in every page, `x` ends a value in one page of
+    # 1,001 rows, and `9x` in a few of them.
+    both = pqindex.scan(str(path), where="s LIKE 'row-%9x'")
+    expected = [
+        i for i in range(ROWS) if (v := string_of(i)) and v.startswith("row-") and v.endswith("9x")
+    ]
+    assert both.to_arrow().column("id").to_pylist() == expected
+    assert both.metrics()["pages_ruled_out_by_values"] > 0
+    # A case-insensitive pattern may match another spelling: nothing is searched.
+    folded = pqindex.scan(str(path), where="s ILIKE '%ROW-001234%'")
+    assert folded.to_arrow().column("id").to_pylist() == [1234]
+    assert folded.metrics()["plain_pages_searched"] == 0
 
 
 def test_a_value_in_every_page_stops_the_search(tmp_path: Path) -> None:

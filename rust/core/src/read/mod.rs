@@ -242,8 +242,9 @@ pub fn read_unit(
             return Ok(Box::new(std::iter::empty()));
         }
     }
-    // Pages of a needle's string column holding none of its values are not read (local
-    // files only, as above: on an object store every page comes in one round trip).
+    // Pages of a needle's (or a pattern's) string column holding none of its values (or
+    // lacking a piece of it) are not read (local files only, as above: on an object store
+    // every page comes in one round trip).
     let searched = match predicate.as_ref().filter(|_| !file.is_remote()) {
         Some(pred) => {
             let chunk = plain_probe::Chunk {

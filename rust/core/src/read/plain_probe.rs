@@ -1,10 +1,13 @@
-//! Data pages ruled out by searching their plain values for the bytes an `=` or `IN` needs.
+//! Data pages ruled out by searching their plain values for the bytes an `=`, `IN` or
+//! string pattern needs.
 //!
 //! A PLAIN data page stores each non-null value as its plain encoding, one after another
 //! (a string or binary as a 4-byte length and its bytes). A page whose decompressed bytes
-//! hold none of the encodings of the values asked holds no row equal to one of them:
-//! exact, where the page index cannot speak for a value between a page's bounds. Finding
-//! the bytes anywhere else (in the levels, across two values) only keeps a page.
+//! hold none of the encodings of the values asked holds no row equal to one of them, and
+//! one that lacks a literal piece every match of a case-sensitive `LIKE` or regular
+//! expression contains holds no matching row: exact, where the page index cannot speak
+//! for a value between a page's bounds, nor for a substring at all. Finding the bytes
+//! anywhere else (in the levels, across two values) only keeps a page.
 //!
 //! This pays where a needle is sought in a column no statistic narrows and no bloom
 //! filter covers, such as a comment or an identifier written by Spark: the predicate
@@ -35,7 +38,8 @@ use crate::predicate::plain::{encodings, probe_values};
 /// Fewer candidate pages are not searched: the pages kept are decompressed twice, and a
 /// selection the page index narrowed this far is read quickly as it is.
 const MIN_PAGES: usize = 8;
-/// Longer IN lists are not searched: each value is one pass over every page.
+/// Longer IN lists (or patterns of more pieces) are not searched: each value is one pass
+/// over every page.
 const MAX_VALUES: usize = 16;
 /// After this many pages, a search that kept more than a quarter of them stops.
 const TRIAL_PAGES: usize = 8;
@@ -79,7 +83,11 @@ pub(super) fn narrowed(
 /// The rows of the pages, among those holding rows of `ranges`, where `leaf` cannot be
 /// TRUE; `None` when the leaf is not one this search answers or no page is ruled out.
 fn ruled_out(chunk: &Chunk<'_>, leaf: &Predicate, ranges: &RowRanges) -> Result<Option<RowRanges>> {
-    let Some(needles) = needles(chunk.md, leaf) else {
+    let Some(Needles {
+        bytes: needles,
+        every,
+    }) = needles(chunk.md, leaf)
+    else {
         return Ok(None);
     };
     let Some(index) = leaf.column().and_then(|c| c.leaf) else {
@@ -120,7 +128,7 @@ fn ruled_out(chunk: &Chunk<'_>, leaf: &Predicate, ranges: &RowRanges) -> Result<
         if searched >= TRIAL_PAGES && kept * 4 > searched {
             break;
         }
-        let Some(found) = search(chunk, index, codec, range, &finders)? else {
+        let Some(found) = search(chunk, index, codec, range, &finders, every)? else {
             continue;
         };
         searched += 1;
@@ -135,10 +143,17 @@ fn ruled_out(chunk: &Chunk<'_>, leaf: &Predicate, ranges: &RowRanges) -> Result<
     Ok((!out.is_empty()).then(|| RowRanges::from_ranges(out)))
 }
 
-/// The plain encodings a page of `leaf`'s column holds if a row satisfies it, when the
-/// leaf is an `=` or `IN` on a flat string or fixed-length binary column.
-fn needles(md: &ParquetMetaData, leaf: &Predicate) -> Option<Vec<Vec<u8>>> {
-    let values = probe_values(leaf).filter(|v| v.len() <= MAX_VALUES)?;
+/// Bytes a page holds if one of its rows satisfies a leaf.
+struct Needles {
+    bytes: Vec<Vec<u8>>,
+    /// Every one of `bytes` (a pattern's pieces), rather than any (the values of an `IN`).
+    every: bool,
+}
+
+/// What a page of `leaf`'s column holds if a row satisfies it, when the leaf is an `=` or
+/// `IN` on a flat string or fixed-length binary column, or a case-sensitive pattern with
+/// literal pieces on a flat string column.
+fn needles(md: &ParquetMetaData, leaf: &Predicate) -> Option<Needles> {
     let col = leaf.column()?;
     let descr = md
         .file_metadata()
@@ -150,6 +165,25 @@ fn needles(md: &ParquetMetaData, leaf: &Predicate) -> Option<Vec<Vec<u8>>> {
         return None;
     }
     let (physical, type_length) = (descr.physical_type(), descr.type_length());
+    if let Predicate::Match {
+        pattern,
+        negated: false,
+        ..
+    } = leaf
+    {
+        let pieces: Vec<Vec<u8>> = pattern
+            .pieces()
+            .iter()
+            .filter(|p| !p.text.is_empty())
+            .map(|p| p.text.as_bytes().to_vec())
+            .collect();
+        let searched = col.prunable && physical == PhysicalType::BYTE_ARRAY;
+        return (searched && !pieces.is_empty() && pieces.len() <= MAX_VALUES).then_some(Needles {
+            bytes: pieces,
+            every: true,
+        });
+    }
+    let values = probe_values(leaf).filter(|v| v.len() <= MAX_VALUES)?;
     let mut out = Vec::new();
     for v in values {
         for e in encodings(v, col, physical, type_length)? {
@@ -163,17 +197,22 @@ fn needles(md: &ParquetMetaData, leaf: &Predicate) -> Option<Vec<Vec<u8>>> {
             }
         }
     }
-    (!out.is_empty()).then_some(out)
+    (!out.is_empty()).then_some(Needles {
+        bytes: out,
+        every: false,
+    })
 }
 
-/// Whether the data page at `range` holds one of the `finders`' bytes; `None` when it is
-/// not a PLAIN v1 data page (a dictionary-encoded page holds keys, not values).
+/// Whether the data page at `range` holds the `finders`' bytes (`every` one of them, or
+/// any); `None` when it is not a PLAIN v1 data page (a dictionary-encoded page holds keys,
+/// not values).
 fn search(
     chunk: &Chunk<'_>,
     index: usize,
     codec: Compression,
     range: Range<u64>,
     finders: &[Finder<'_>],
+    every: bool,
 ) -> Result<Option<bool>> {
     let path = chunk.file.path();
     let bytes = chunk
@@ -199,5 +238,10 @@ fn search(
             &owned
         }
     };
-    Ok(Some(finders.iter().any(|f| f.find(values).is_some())))
+    let found = |f: &Finder<'_>| f.find(values).is_some();
+    Ok(Some(if every {
+        finders.iter().all(found)
+    } else {
+        finders.iter().any(found)
+    }))
 }
