@@ -125,6 +125,15 @@ CASES = [
     "regexp_matches(s, 'row-0012[0-9]4')",
     "regexp_matches(s, '(?i)ROW-001234')",
     "s LIKE '%001234%' OR id = 7",
+    # Pieces a match starts or ends with, found inside other values too.
+    "s LIKE 'ow-0012%'",
+    "s LIKE '%row-00123'",
+    "s LIKE 'row-0012%'",
+    "s LIKE '%01235x'",
+    "starts_with(s, 'row-0399')",
+    "ends_with(s, '4x')",
+    "regexp_matches(s, '^row-0012')",
+    "s LIKE 'row-001003'",
 ]
 
 
@@ -212,6 +221,13 @@ def test_pages_lacking_a_pattern_piece_are_not_read(tmp_path: Path) -> None:
     ]
     assert both.to_arrow().column("id").to_pylist() == expected
     assert both.metrics()["pages_ruled_out_by_values"] > 0
+    # A piece a match starts (ends) with counts only where a value can start (end): found
+    # only inside other values, it rules every page out.
+    for where in ["s LIKE 'ow-0012%'", "s LIKE '%ow-0012'"]:
+        anchored = pqindex.scan(str(path), where=where)
+        assert anchored.to_arrow().num_rows == 0
+        m = anchored.metrics()
+        assert m["pages_ruled_out_by_values"] == m["plain_pages_searched"] > 0
     # A case-insensitive pattern may match another spelling: nothing is searched.
     folded = pqindex.scan(str(path), where="s ILIKE '%ROW-001234%'")
     assert folded.to_arrow().column("id").to_pylist() == [1234]

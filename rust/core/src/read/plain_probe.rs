@@ -6,8 +6,10 @@
 //! hold none of the encodings of the values asked holds no row equal to one of them, and
 //! one that lacks a literal piece every match of a case-sensitive `LIKE` or regular
 //! expression contains holds no matching row: exact, where the page index cannot speak
-//! for a value between a page's bounds, nor for a substring at all. Finding the bytes
-//! anywhere else (in the levels, across two values) only keeps a page.
+//! for a value between a page's bounds, nor for a substring at all. A piece a match starts
+//! (ends) with is found only where the 4 bytes before it (after it) can be a value's
+//! length. Finding the bytes anywhere else (in the levels, across two values) only keeps
+//! a page.
 //!
 //! This pays where a needle is sought in a column no statistic narrows and no bloom
 //! filter covers, such as a comment or an identifier written by Spark: the predicate
@@ -83,11 +85,7 @@ pub(super) fn narrowed(
 /// The rows of the pages, among those holding rows of `ranges`, where `leaf` cannot be
 /// TRUE; `None` when the leaf is not one this search answers or no page is ruled out.
 fn ruled_out(chunk: &Chunk<'_>, leaf: &Predicate, ranges: &RowRanges) -> Result<Option<RowRanges>> {
-    let Some(Needles {
-        bytes: needles,
-        every,
-    }) = needles(chunk.md, leaf)
-    else {
+    let Some(Needles { needles, every }) = needles(chunk.md, leaf) else {
         return Ok(None);
     };
     let Some(index) = leaf.column().and_then(|c| c.leaf) else {
@@ -121,7 +119,8 @@ fn ruled_out(chunk: &Chunk<'_>, leaf: &Predicate, ranges: &RowRanges) -> Result<
         None => chunk.file.prefetch(fetch.clone())?,
     }
     let codec = chunk.md.row_group(chunk.rg).column(index).compression();
-    let finders: Vec<Finder<'_>> = needles.iter().map(Finder::new).collect();
+    let finders: Vec<(Finder<'_>, &Needle)> =
+        needles.iter().map(|n| (Finder::new(&n.bytes), n)).collect();
     let (mut searched, mut kept) = (0usize, 0usize);
     let mut out = Vec::new();
     for (&p, range) in pages.iter().zip(fetch) {
@@ -143,11 +142,50 @@ fn ruled_out(chunk: &Chunk<'_>, leaf: &Predicate, ranges: &RowRanges) -> Result<
     Ok((!out.is_empty()).then(|| RowRanges::from_ranges(out)))
 }
 
-/// Bytes a page holds if one of its rows satisfies a leaf.
+/// What a page holds if one of its rows satisfies a leaf.
 struct Needles {
-    bytes: Vec<Vec<u8>>,
-    /// Every one of `bytes` (a pattern's pieces), rather than any (the values of an `IN`).
+    needles: Vec<Needle>,
+    /// Every one of `needles` (a pattern's pieces), rather than any (the values of an `IN`).
     every: bool,
+}
+
+/// Bytes a page holds, where a value starts or ends with them if `at_start` or `at_end`.
+struct Needle {
+    bytes: Vec<u8>,
+    at_start: bool,
+    at_end: bool,
+}
+
+impl Needle {
+    fn anywhere(bytes: Vec<u8>) -> Self {
+        Needle {
+            bytes,
+            at_start: false,
+            at_end: false,
+        }
+    }
+
+    /// Whether the needle found at `at` in a PLAIN page's `values` can sit where it must:
+    /// a value starting with it follows its 4-byte length, which covers the needle and no
+    /// more than the page holds; a value ending with it ends the page or is followed by the
+    /// next value's length, which the page can hold.
+    fn placed(&self, values: &[u8], at: usize) -> bool {
+        let length_at = |i: usize| -> Option<usize> {
+            let word: [u8; 4] = values.get(i..i.checked_add(4)?)?.try_into().ok()?;
+            usize::try_from(u32::from_le_bytes(word)).ok()
+        };
+        let starts = || {
+            at.checked_sub(4).and_then(length_at).is_some_and(|len| {
+                len >= self.bytes.len() && at.saturating_add(len) <= values.len()
+            })
+        };
+        let ends = || {
+            let end = at + self.bytes.len();
+            end == values.len()
+                || length_at(end).is_some_and(|len| len <= values.len().saturating_sub(end + 4))
+        };
+        (!self.at_start || starts()) && (!self.at_end || ends())
+    }
 }
 
 /// What a page of `leaf`'s column holds if a row satisfies it, when the leaf is an `=` or
@@ -171,15 +209,19 @@ fn needles(md: &ParquetMetaData, leaf: &Predicate) -> Option<Needles> {
         ..
     } = leaf
     {
-        let pieces: Vec<Vec<u8>> = pattern
+        let pieces: Vec<Needle> = pattern
             .pieces()
             .iter()
             .filter(|p| !p.text.is_empty())
-            .map(|p| p.text.as_bytes().to_vec())
+            .map(|p| Needle {
+                bytes: p.text.as_bytes().to_vec(),
+                at_start: p.at_start,
+                at_end: p.at_end,
+            })
             .collect();
         let searched = col.prunable && physical == PhysicalType::BYTE_ARRAY;
         return (searched && !pieces.is_empty() && pieces.len() <= MAX_VALUES).then_some(Needles {
-            bytes: pieces,
+            needles: pieces,
             every: true,
         });
     }
@@ -190,28 +232,28 @@ fn needles(md: &ParquetMetaData, leaf: &Predicate) -> Option<Needles> {
             match physical {
                 PhysicalType::BYTE_ARRAY => {
                     let len = u32::try_from(e.len()).ok()?;
-                    out.push([&len.to_le_bytes()[..], &e].concat());
+                    out.push(Needle::anywhere([&len.to_le_bytes()[..], &e].concat()));
                 }
-                PhysicalType::FIXED_LEN_BYTE_ARRAY => out.push(e),
+                PhysicalType::FIXED_LEN_BYTE_ARRAY => out.push(Needle::anywhere(e)),
                 _ => return None,
             }
         }
     }
     (!out.is_empty()).then_some(Needles {
-        bytes: out,
+        needles: out,
         every: false,
     })
 }
 
-/// Whether the data page at `range` holds the `finders`' bytes (`every` one of them, or
-/// any); `None` when it is not a PLAIN v1 data page (a dictionary-encoded page holds keys,
+/// Whether the data page at `range` holds the `finders`' needles where they can sit
+/// (`every` one of them, or any); `None` when it is not a PLAIN v1 data page (a dictionary-encoded page holds keys,
 /// not values).
 fn search(
     chunk: &Chunk<'_>,
     index: usize,
     codec: Compression,
     range: Range<u64>,
-    finders: &[Finder<'_>],
+    finders: &[(Finder<'_>, &Needle)],
     every: bool,
 ) -> Result<Option<bool>> {
     let path = chunk.file.path();
@@ -238,10 +280,79 @@ fn search(
             &owned
         }
     };
-    let found = |f: &Finder<'_>| f.find(values).is_some();
+    let found = |(f, needle): &(Finder<'_>, &Needle)| {
+        if needle.at_start || needle.at_end {
+            f.find_iter(values).any(|at| needle.placed(values, at))
+        } else {
+            f.find(values).is_some()
+        }
+    };
     Ok(Some(if every {
         finders.iter().all(found)
     } else {
         finders.iter().any(found)
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `values` as a PLAIN page of byte arrays holds them.
+    fn plain(values: &[&str]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for v in values {
+            out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            out.extend_from_slice(v.as_bytes());
+        }
+        out
+    }
+
+    /// Whether `needle` is found in `page` where it can sit.
+    fn found(page: &[u8], needle: &Needle) -> bool {
+        Finder::new(&needle.bytes)
+            .find_iter(page)
+            .any(|at| needle.placed(page, at))
+    }
+
+    fn piece(text: &str, at_start: bool, at_end: bool) -> Needle {
+        Needle {
+            bytes: text.as_bytes().to_vec(),
+            at_start,
+            at_end,
+        }
+    }
+
+    #[test]
+    fn a_piece_a_value_starts_or_ends_with_is_found_only_there() {
+        let start = piece("abc", true, false);
+        let end = piece("abc", false, true);
+        let both = piece("abc", true, true);
+        // Inside other values only: not where a match must have it.
+        let inside = plain(&["xabcx", "zzab", "cabcb"]);
+        assert!(Finder::new(b"abc").find(&inside).is_some());
+        assert!(!found(&inside, &start) && !found(&inside, &end) && !found(&inside, &both));
+        // At a value's start, at its end, and the whole of one (last in the page, and not).
+        assert!(found(&plain(&["q", "abcd", "r"]), &start));
+        assert!(!found(&plain(&["q", "abcd", "r"]), &end));
+        assert!(found(&plain(&["q", "dabc", "r"]), &end));
+        assert!(found(&plain(&["q", "dabc"]), &end));
+        assert!(found(&plain(&["abc", "r"]), &both));
+        assert!(found(&plain(&["q", "abc"]), &both));
+        // A length before it longer than the page, or shorter than the piece, is no start.
+        let mut long = plain(&["abc"]);
+        long[0] = 200;
+        assert!(!found(&long, &start));
+        let mut short = plain(&["abc"]);
+        short[0] = 2;
+        assert!(!found(&short, &start));
+        // Followed by fewer bytes than a length: no value ends there.
+        assert!(!found(&plain(&["abcd"]), &end));
+        // Followed by a length longer than the rest of the page: no value ends there.
+        let mut past = plain(&["xabc"]);
+        past.extend_from_slice(&[200, 0, 0, 0, b'z', b'z']);
+        assert!(!found(&past, &end));
+        past[8] = 2;
+        assert!(found(&past, &end));
+    }
 }
