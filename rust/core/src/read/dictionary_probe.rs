@@ -13,16 +13,15 @@
 use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
-use parquet::basic::Compression;
 use parquet::file::metadata::ParquetMetaData;
 
-use super::page_codec::decompressed;
 use super::page_guard::PageGuard;
 use super::shared_pages::SharedPages;
+use super::whole_page;
 use crate::error::{Error, Result};
 use crate::io::StorageFile;
 use crate::metadata::dictionary_page::{any_plain_value, probe_range};
-use crate::metadata::page_header::{page_sizes, DICTIONARY_PAGE};
+use crate::metadata::page_header::DICTIONARY_PAGE;
 use crate::plan::{Metrics, ScanUnit};
 use crate::predicate::expr::Predicate;
 use crate::predicate::plain::{encodings, probe_values};
@@ -152,44 +151,33 @@ impl Probe<'_> {
         Ok(self.pages.get(&index).and_then(Option::as_ref))
     }
 
-    /// The page is decoded here rather than through the crate's page reader, which sets up
-    /// a codec for each chunk (for Zstandard a compression context and a decompression
-    /// one, costing more than decompressing a small dictionary); a codec per thread is
-    /// kept instead. The header is checked first ([`super::page_guard`]).
+    /// The page is read with a codec kept per thread and its header checked first
+    /// ([`super::whole_page`]).
     fn read(&self, index: usize) -> Result<Option<Dictionary>> {
         let Some(range) = probe_range(self.md, self.rg, index) else {
             return Ok(None);
         };
-        let path = self.file.path();
         match self.shared {
             Some(shared) => shared.prefetch(self.file, vec![range.clone()])?,
             None => self.file.prefetch(vec![range.clone()])?,
         }
         self.metrics.dictionary_pages_probed.incr();
-        let bytes = self
-            .file
-            .read_range(range.start, (range.end - range.start) as usize)?;
-        self.guard.check(range.start, &bytes, true)?;
-        let damaged = |why: String| Error::invalid_file(path, format!("column {index}: {why}"));
-        let header = page_sizes(&bytes).map_err(damaged)?;
-        if header.page_type != DICTIONARY_PAGE {
-            return Ok(None);
-        }
-        let body = usize::try_from(header.compressed)
-            .ok()
-            .and_then(|len| bytes.get(header.header_len..header.header_len.checked_add(len)?))
-            .ok_or_else(|| damaged("a dictionary page longer than its bytes".into()))?;
-        let count = usize::try_from(header.num_values.unwrap_or(0))
-            .map_err(|_| damaged("a dictionary page of a negative count".into()))?;
         let codec = self.md.row_group(self.rg).column(index).compression();
-        let values = match codec {
-            Compression::UNCOMPRESSED => bytes.slice_ref(body),
-            codec => {
-                let size = usize::try_from(header.uncompressed)
-                    .map_err(|_| damaged("a negative page size".into()))?;
-                Bytes::from(decompressed(codec, body, size).map_err(|e| damaged(e.to_string()))?)
-            }
+        let Some(page) = whole_page::read(self.file, self.guard, index, codec, range, |h| {
+            h.page_type == DICTIONARY_PAGE
+        })?
+        else {
+            return Ok(None);
         };
-        Ok(Some(Dictionary { values, count }))
+        let count = usize::try_from(page.header.num_values.unwrap_or(0)).map_err(|_| {
+            Error::invalid_file(
+                self.file.path(),
+                format!("column {index}: a dictionary page of a negative count"),
+            )
+        })?;
+        Ok(Some(Dictionary {
+            values: page.data,
+            count,
+        }))
     }
 }

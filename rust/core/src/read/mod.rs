@@ -25,6 +25,7 @@ mod predicate_first;
 pub mod shared_pages;
 pub(crate) mod snappy_prefix;
 pub mod split;
+mod whole_page;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

@@ -26,12 +26,12 @@ use memchr::memmem::Finder;
 use parquet::basic::{Compression, Type as PhysicalType};
 use parquet::file::metadata::ParquetMetaData;
 
-use super::page_codec::decompressed;
 use super::page_guard::PageGuard;
 use super::shared_pages::SharedPages;
-use crate::error::{Error, Result};
+use super::whole_page;
+use crate::error::Result;
 use crate::io::StorageFile;
-use crate::metadata::page_header::{page_sizes, DATA_PAGE};
+use crate::metadata::page_header::{PageSizes, DATA_PAGE};
 use crate::metadata::page_index::{offset_index, page_boundaries};
 use crate::plan::{Metrics, RowRanges};
 use crate::predicate::expr::Predicate;
@@ -246,8 +246,8 @@ fn needles(md: &ParquetMetaData, leaf: &Predicate) -> Option<Needles> {
 }
 
 /// Whether the data page at `range` holds the `finders`' needles where they can sit
-/// (`every` one of them, or any); `None` when it is not a PLAIN v1 data page (a dictionary-encoded page holds keys,
-/// not values).
+/// (`every` one of them, or any); `None` when it is not a PLAIN v1 data page (a
+/// dictionary-encoded page holds keys, not values).
 fn search(
     chunk: &Chunk<'_>,
     index: usize,
@@ -256,30 +256,12 @@ fn search(
     finders: &[(Finder<'_>, &Needle)],
     every: bool,
 ) -> Result<Option<bool>> {
-    let path = chunk.file.path();
-    let bytes = chunk
-        .file
-        .read_range(range.start, (range.end - range.start) as usize)?;
-    chunk.guard.check(range.start, &bytes, true)?;
-    let damaged = |why: String| Error::invalid_file(path, format!("column {index}: {why}"));
-    let header = page_sizes(&bytes).map_err(damaged)?;
-    if header.page_type != DATA_PAGE || header.encoding != Some(PLAIN) {
+    let plain_data = |h: &PageSizes| h.page_type == DATA_PAGE && h.encoding == Some(PLAIN);
+    let Some(page) = whole_page::read(chunk.file, chunk.guard, index, codec, range, plain_data)?
+    else {
         return Ok(None);
-    }
-    let body = usize::try_from(header.compressed)
-        .ok()
-        .and_then(|len| bytes.get(header.header_len..header.header_len.checked_add(len)?))
-        .ok_or_else(|| damaged("a data page longer than its bytes".into()))?;
-    let owned;
-    let values: &[u8] = match codec {
-        Compression::UNCOMPRESSED => body,
-        codec => {
-            let size = usize::try_from(header.uncompressed)
-                .map_err(|_| damaged("a negative page size".into()))?;
-            owned = decompressed(codec, body, size).map_err(|e| damaged(e.to_string()))?;
-            &owned
-        }
     };
+    let values = &page.data[..];
     let found = |(f, needle): &(Finder<'_>, &Needle)| {
         if needle.at_start || needle.at_end {
             f.find_iter(values).any(|at| needle.placed(values, at))
