@@ -408,6 +408,32 @@ def test_searched_pages_declaring_2gib_uncompressed(tmp_path: Path, codec: str) 
         assert_invalid(out, "page")
 
 
+def test_searched_pages_shorter_in_the_offset_index_than_their_headers(tmp_path: Path) -> None:
+    """The offset index gives each PLAIN page of `s` 10 bytes fewer than its header and
+    data take: the page searched for a needle's bytes is refused as damaged, not read
+    past its end."""
+    data = write(
+        tmp_path / "ok.parquet",
+        use_dictionary=False,
+        write_page_index=True,
+        data_page_size=1_024,
+        write_batch_size=100,
+    )
+    fmd = footer(data)
+    body_end = len(data) - 8 - struct.unpack("<I", data[-8:-4])[0]
+    chunk = fmd[FMD_ROW_GROUPS][1].items[0][RG_COLUMNS][1].items[1]
+    index = Decoder(data, chunk[CC_OFFSET_INDEX_OFFSET][1]).struct()
+    for page in index[OI_PAGES][1].items:
+        page[PL_SIZE] = (I32, page[PL_SIZE][1] - 10)
+    encoded = encode_struct(index)
+    chunk[CC_OFFSET_INDEX_OFFSET] = (I64, body_end)
+    chunk[CC_OFFSET_INDEX_LENGTH] = (I32, len(encoded))
+    body = encode_struct(fmd)
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(data[:body_end] + encoded + body + struct.pack("<I", len(body)) + b"PAR1")
+    assert_invalid(run_limited(bad, "s = 'value-005'"), "bad.parquet", "page longer than its bytes")
+
+
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
 def test_data_page_declaring_2_pow_31_values(tmp_path: Path, version: str) -> None:
     data = write(tmp_path / "ok.parquet", use_dictionary=False, data_page_version=version)
