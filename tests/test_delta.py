@@ -282,6 +282,23 @@ def test_column_mapping_reads_the_tables_names(mapped: Path, where: str | None) 
     assert "score" in names and "u" not in names and "f" not in names
 
 
+@pytest.mark.parametrize("fixture", ["evolving", "with_dvs", "mapped"])
+@pytest.mark.parametrize(
+    "where", [None, "s = 's5-ü' OR s IS NULL", "region = 'south' AND id < 2100"]
+)
+def test_string_views_read_the_tables_rows(
+    fixture: str, where: str | None, request: pytest.FixtureRequest
+) -> None:
+    """With ``string_view``, a table's string columns (partition values too) come out as
+    views, holding the rows the table holds."""
+    path: Path = request.getfixturevalue(fixture)
+    check(path, where, string_view=True)
+    schema = pa.schema(pqindex.scan(str(path), where=where, string_view=True))
+    assert schema.field("s").type == pa.string_view()
+    assert schema.field("region").type == pa.string_view()
+    assert schema.field("id").type == pa.schema(pqindex.scan(str(path))).field("id").type
+
+
 def test_id_mode_resolves_columns_by_field_id(tmp_path: Path) -> None:
     """In id mode (the protocol's "Column Mapping") a file's column is the one carrying the
     table column's field id, whatever its name: a file rewritten under other column names

@@ -169,6 +169,7 @@ class Case:
     batch_size: int
     threads: int | None
     via_stream: bool  # consume through __arrow_c_stream__ instead of to_arrow()
+    string_view: bool = False  # strings and binaries out as views
 
     def scan_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
@@ -178,6 +179,8 @@ class Case:
         }
         if self.threads is not None:
             kwargs["threads"] = self.threads
+        if self.string_view:
+            kwargs["string_view"] = True
         return kwargs
 
     def duckdb_query(self, columns: Sequence[str] | None = None) -> str:
@@ -216,6 +219,8 @@ def choose_projection(
 def make_cases(written: Written, seed: int, count: int) -> list[Case]:
     generator = PredicateGenerator(written.table, seed)
     rng = random.Random(seed * 7919 + 17)
+    # Its own generator, so that the other choices stay those of earlier runs.
+    views = random.Random(seed * 31 + 5)
     cases = []
     for index in range(count):
         predicate = generator.generate()
@@ -228,6 +233,7 @@ def make_cases(written: Written, seed: int, count: int) -> list[Case]:
                 batch_size=rng.choice([65536, 65536, 1000, 97, 7]),
                 threads=rng.choice([None, None, 1, 2]),
                 via_stream=rng.random() < 0.3,
+                string_view=views.random() < 0.25,
             )
         )
     return cases
@@ -269,6 +275,7 @@ def case_problems(case: Case, con: Any) -> list[str]:
     except Exception as error:  # any exception is a finding: the SQL is valid
         return [f"pqindex raised {type(error).__name__}: {str(error)[:2000]}"]
     problems = compare_tables(case, expected, got)
+    problems += check_types(case, expected.schema, got.schema)
     problems += check_metrics(case, metrics, got.num_rows)
     if largest_batch > case.batch_size:
         problems.append(f"a batch of {largest_batch} rows > batch_size={case.batch_size}")
@@ -323,6 +330,27 @@ def compare_tables(
     return problems
 
 
+def check_types(case: Case, expected: pa.Schema, got: pa.Schema) -> list[str]:
+    """With ``string_view``, every top-level string or binary column comes out as a view;
+    without it, none does (the fixtures hold no views)."""
+    problems = []
+    for field in got:
+        t = field.type
+        viewed = pa.types.is_string_view(t) or pa.types.is_binary_view(t)
+        plain = any(
+            check(t)
+            for check in (
+                pa.types.is_string,
+                pa.types.is_large_string,
+                pa.types.is_binary,
+                pa.types.is_large_binary,
+            )
+        )
+        if (case.string_view and plain) or (not case.string_view and viewed):
+            problems.append(f"type: {field.name} is {t} with string_view={case.string_view}")
+    return problems
+
+
 def check_metrics(case: Case, metrics: dict[str, int], rows: int) -> list[str]:
     """The metrics must add up: rows_matched is what came back, pruned counts fit in totals,
     and every data file (and nothing else in a directory) was considered."""
@@ -373,7 +401,8 @@ def describe(case: Case, problems: list[str]) -> str:
         f"  files: {w.files}",
         f"  where: {case.predicate.sql}",
         f"  columns={case.columns}",
-        f"  batch_size={case.batch_size} threads={case.threads} via_stream={case.via_stream}",
+        f"  batch_size={case.batch_size} threads={case.threads} via_stream={case.via_stream}"
+        f" string_view={case.string_view}",
     ]
     return "\n".join(head + ["  " + p for p in problems] + ["  reproduce:", case.reproducer()])
 

@@ -59,9 +59,9 @@ def rows(table: Any, where: str | None, columns: list[str]) -> list[tuple[Any, .
     return sorted((tuple("NaN" if v != v else v for v in r) for r in out), key=repr)
 
 
-def check(table: Any, where: str | None, snapshot_id: int | None = None) -> pqindex.Scan:
+def check(table: Any, where: str | None, snapshot_id: int | None = None, **kw: Any) -> pqindex.Scan:
     ref = table.scan(snapshot_id=snapshot_id).to_arrow()
-    scan = pqindex.scan(table, where=where, snapshot_id=snapshot_id)
+    scan = pqindex.scan(table, where=where, snapshot_id=snapshot_id, **kw)
     got = scan.to_arrow()
     assert got.column_names == ref.column_names
     assert rows(got, None, ref.column_names) == rows(ref, where, ref.column_names), where
@@ -178,6 +178,20 @@ def test_schema_evolution_reads_the_tables_columns(evolved: Any, where: str | No
     check(evolved, where)
     names = pqindex.scan(evolved).to_arrow().column_names
     assert "score" in names and "u" not in names and "s" not in names
+
+
+@pytest.mark.parametrize("fixture", ["plain", "evolved"])
+@pytest.mark.parametrize("where", [None, "region = 'south' AND id < 2100", "id = 3001 OR id = 5"])
+def test_string_views_read_the_tables_rows(
+    fixture: str, where: str | None, request: pytest.FixtureRequest
+) -> None:
+    """With ``string_view``, the table's strings (``large_string`` in its Arrow schema) come
+    out as views, holding the rows the snapshot holds."""
+    table = request.getfixturevalue(fixture)
+    check(table, where, string_view=True)
+    schema = pa.schema(pqindex.scan(table, where=where, string_view=True))
+    assert schema.field("region").type == pa.string_view()
+    assert pa.schema(pqindex.scan(table)).field("region").type == pa.large_string()
 
 
 def test_equality_deletes_are_refused(tmp_path: Path) -> None:

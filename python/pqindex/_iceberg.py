@@ -272,6 +272,7 @@ def scan(
     keys: Any = None,
     on: Sequence[str] | None = None,
     read_ahead: int | None = None,
+    string_view: bool = False,
 ) -> Any:
     """A pqindex scan of an Iceberg table's snapshot (see the module doc). The object
     store is reached with the table's FileIO properties, ``options`` over them."""
@@ -308,6 +309,7 @@ def scan(
         on=None if on is None else list(on),
         cache_key=cache_key,
         read_ahead=read_ahead,
+        string_view=string_view,
     )
 
 

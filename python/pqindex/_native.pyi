@@ -165,6 +165,7 @@ def scan(
     keys: _ArrowStream | _ArrowArray | None = None,
     on: Sequence[str] | None = None,
     read_ahead: int | None = None,
+    string_view: bool = False,
 ) -> Scan: ...
 def scan_table(
     files: _ArrowStream | _ArrowArray | None,
@@ -182,6 +183,7 @@ def scan_table(
     on: Sequence[str] | None = None,
     cache_key: str | None = None,
     read_ahead: int | None = None,
+    string_view: bool = False,
 ) -> Scan:
     """Plan a scan of a table snapshot planned elsewhere (an Iceberg table's): ``files`` one
     row per data file (path, size, records, deleted positions, ``min:``/``max:``/``nulls:``

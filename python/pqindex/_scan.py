@@ -53,6 +53,7 @@ def scan(
     keys: Any = None,
     on: str | Sequence[str] | None = None,
     read_ahead: int | None = None,
+    string_view: bool = False,
 ) -> Scan:
     """Plan a scan of ``source``, pruning with ``where`` (SQL as DuckDB reads it).
 
@@ -71,6 +72,12 @@ def scan(
     ``read_ahead`` bounds, in bytes, what the scan's stream holds for row groups ahead of
     the one the consumer is reading (their fetched pages and decoded batches); by default
     the process-wide ``pqindex.read_ahead()`` (256 MiB; ``pqindex.set_read_ahead``).
+
+    With ``string_view=True``, string and binary columns come out as Arrow views
+    (``string_view``, ``binary_view``), the layout polars and DuckDB hold strings in: a
+    page decodes into views of its own bytes, or of its dictionary's, instead of a copy of
+    every value, which makes wide reads of string columns cheaper. Nested strings (in
+    lists and structs) keep their type.
     """
     from pqindex import _iceberg
 
@@ -93,6 +100,7 @@ def scan(
             keys=key_data,
             on=on_columns,
             read_ahead=read_ahead,
+            string_view=string_view,
         )
         return planned
     if snapshot_id is not None:
@@ -110,4 +118,5 @@ def scan(
         keys=key_data,
         on=on_columns,
         read_ahead=read_ahead,
+        string_view=string_view,
     )

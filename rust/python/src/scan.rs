@@ -202,6 +202,7 @@ pub fn read_units(
         table: TableOptions::default(),
         keys,
         read_ahead,
+        string_view: false,
     };
     let batches = units
         .into_reader()?
@@ -239,7 +240,7 @@ pub fn read_units(
 /// Plan a scan of `source` (loose Parquet files, or a Delta table's directory at
 /// `version` or as of `timestamp_ms`), pruning with `where`.
 #[pyfunction]
-#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None, version=None, timestamp_ms=None, keys=None, on=None, read_ahead=None))]
+#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None, version=None, timestamp_ms=None, keys=None, on=None, read_ahead=None, string_view=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan(
     py: Python<'_>,
@@ -255,6 +256,7 @@ pub fn scan(
     keys: Option<AnyRecordBatch>,
     on: Option<Vec<String>>,
     read_ahead: Option<usize>,
+    string_view: bool,
 ) -> PyResult<PyScan> {
     configure_storage(&source.0, storage_options.as_ref())?;
     let keys = key_spec(keys, on)?;
@@ -272,6 +274,7 @@ pub fn scan(
         },
         keys,
         read_ahead,
+        string_view,
     };
     let paths = source.0;
     let planned = run_blocking(py, move |cancel| {
@@ -286,7 +289,7 @@ pub fn scan(
 /// manifests): `files` one row per data file (see `table::files`), `schema` the table's
 /// columns with their field ids.
 #[pyfunction]
-#[pyo3(signature = (files, schema, *, root, version, index_files=Vec::new(), r#where=None, columns=None, batch_size=65536, threads=None, storage_options=None, keys=None, on=None, cache_key=None, read_ahead=None))]
+#[pyo3(signature = (files, schema, *, root, version, index_files=Vec::new(), r#where=None, columns=None, batch_size=65536, threads=None, storage_options=None, keys=None, on=None, cache_key=None, read_ahead=None, string_view=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan_table(
     py: Python<'_>,
@@ -304,6 +307,7 @@ pub fn scan_table(
     on: Option<Vec<String>>,
     cache_key: Option<String>,
     read_ahead: Option<usize>,
+    string_view: bool,
 ) -> PyResult<PyScan> {
     let keys = key_spec(keys, on)?;
     let batches = move || match files {
@@ -339,6 +343,7 @@ pub fn scan_table(
         threads: threads.unwrap_or_else(pqindex_core::default_threads),
         keys,
         read_ahead,
+        string_view,
         ..Default::default()
     };
     let planned = run_blocking(py, move |cancel| {

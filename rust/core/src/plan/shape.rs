@@ -1,6 +1,8 @@
 //! What a scan's output looks like: its schema and where each column comes from.
 
-use arrow_schema::SchemaRef;
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 /// What the output looks like, shared by every unit of a scan.
 #[derive(Debug, Clone)]
@@ -31,5 +33,81 @@ impl OutputShape {
         r.sort_unstable();
         r.dedup();
         r
+    }
+
+    /// This output with its top-level string and binary columns as views.
+    pub fn viewed(self) -> OutputShape {
+        let fields: Vec<Field> = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| match view_of(f.data_type()) {
+                Some(t) => f.as_ref().clone().with_data_type(t),
+                None => f.as_ref().clone(),
+            })
+            .collect();
+        OutputShape {
+            schema: Arc::new(Schema::new_with_metadata(
+                fields,
+                self.schema.metadata().clone(),
+            )),
+            ..self
+        }
+    }
+}
+
+/// The view type a column of type `t` reads as, for strings and binaries.
+pub fn view_of(t: &DataType) -> Option<DataType> {
+    match t {
+        DataType::Utf8 | DataType::LargeUtf8 => Some(DataType::Utf8View),
+        DataType::Binary | DataType::LargeBinary => Some(DataType::BinaryView),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_top_level_strings_and_binaries_become_views() {
+        let list = DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)));
+        let types = [
+            DataType::Utf8,
+            DataType::LargeUtf8,
+            DataType::Binary,
+            DataType::LargeBinary,
+            DataType::Int64,
+            DataType::FixedSizeBinary(4),
+            list.clone(),
+        ];
+        let fields: Vec<Field> = (0..types.len())
+            .map(|i| Field::new(format!("c{i}"), types[i].clone(), true))
+            .collect();
+        let shape = OutputShape {
+            schema: Arc::new(Schema::new(fields)),
+            columns: (0..types.len()).map(OutputColumn::Root).collect(),
+            batch_size: 10,
+        };
+        let viewed = shape.viewed();
+        let got: Vec<DataType> = viewed
+            .schema
+            .fields()
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
+        assert_eq!(
+            got,
+            [
+                DataType::Utf8View,
+                DataType::Utf8View,
+                DataType::BinaryView,
+                DataType::BinaryView,
+                DataType::Int64,
+                DataType::FixedSizeBinary(4),
+                list,
+            ]
+        );
+        assert_eq!(viewed.columns.len(), types.len());
     }
 }

@@ -43,6 +43,9 @@ pub struct ScanOptions {
     /// Bytes the stream may hold for units ahead of the consumer (fetched pages and
     /// decoded batches); the process-wide [`read_ahead`] when unset.
     pub read_ahead: Option<usize>,
+    /// Output string and binary columns as Arrow views (`Utf8View`, `BinaryView`), which
+    /// a dictionary-encoded or plain page decodes into without copying each value.
+    pub string_view: bool,
 }
 
 impl Default for ScanOptions {
@@ -57,6 +60,7 @@ impl Default for ScanOptions {
             table: TableOptions::default(),
             keys: None,
             read_ahead: None,
+            string_view: false,
         }
     }
 }
@@ -300,6 +304,11 @@ impl Scan {
         let now_ns = opts.now_ns.unwrap_or_else(now_ns);
         let predicate = binding.bind_read(opts.predicate.as_deref(), opts.keys.as_ref(), now_ns)?;
         let shape = binding.output_shape(opts.columns.as_deref(), opts.batch_size)?;
+        let shape = if opts.string_view {
+            shape.viewed()
+        } else {
+            shape
+        };
         let projected_roots = shape.roots();
         let threads = opts.threads.max(1);
         let remote = files

@@ -44,7 +44,8 @@ use parquet::file::reader::{ChunkReader, Length};
 use crate::error::{Error, Result};
 use crate::io::{IoStats, StorageFile};
 use crate::metadata::schema::leaves_of;
-use crate::plan::{Metrics, OutputColumn, OutputShape, RowRanges, ScanUnit};
+use crate::plan::shape::view_of;
+use crate::plan::{Metrics, OutputColumn, OutputShape, PlannedFile, RowRanges, ScanUnit};
 use crate::predicate::eval;
 use crate::predicate::expr::Predicate;
 use crate::predicate::value::{to_scalar_array, Value};
@@ -312,6 +313,12 @@ pub fn read_unit(
         (one, 0)
     };
 
+    // Columns the output takes as views are read as views, by every path below.
+    let reader_metadata = match view_roots(planned, shape) {
+        v if v.is_empty() => reader_metadata,
+        v => predicate_first::viewed(&reader_metadata, &v).map_err(|e| e.in_file(&path))?,
+    };
+
     metrics.rows_scanned.add(ranges.row_count());
     let selection = (ranges.row_count() < unit.row_group_rows)
         .then(|| ranges.to_selection(unit.row_group_rows));
@@ -518,6 +525,33 @@ pub fn read_unit(
     })))
 }
 
+/// The file's root columns that `shape` outputs as views (string or binary columns of a
+/// scan asked for views).
+fn view_roots(planned: &PlannedFile, shape: &OutputShape) -> Vec<usize> {
+    let fields = planned.reader_metadata.schema().fields();
+    let mut roots: Vec<usize> = shape
+        .columns
+        .iter()
+        .zip(shape.schema.fields())
+        .filter_map(|(c, f)| match c {
+            OutputColumn::Root(i) => {
+                let root = match &planned.columns {
+                    Some(map) => map.roots.get(*i).copied().flatten()?,
+                    None => *i,
+                };
+                fields
+                    .get(root)
+                    .is_some_and(|own| view_of(own.data_type()).as_ref() == Some(f.data_type()))
+                    .then_some(root)
+            }
+            _ => None,
+        })
+        .collect();
+    roots.sort_unstable();
+    roots.dedup();
+    roots
+}
+
 /// Bytes a read of `unit` holds at once, from the footer's sizes: the compressed pages
 /// it may fetch (every selected page of the output's and the predicate's columns), and
 /// per column a decompressed page or two (a dictionary's among them) and a decoded batch.
@@ -676,7 +710,13 @@ fn shape_batch(
             (OutputColumn::Root(_), Some(pos)) if table_columns => {
                 columns.push(adapt::to_table_column(batch.column(pos), field)?)
             }
-            (OutputColumn::Root(_), Some(pos)) => columns.push(batch.column(pos).clone()),
+            (OutputColumn::Root(_), Some(pos)) => {
+                let column = batch.column(pos);
+                columns.push(match column.data_type() == field.data_type() {
+                    true => column.clone(),
+                    false => arrow_cast::cast(column, field.data_type())?,
+                })
+            }
             (OutputColumn::Root(_), None) if table_columns => {
                 columns.push(new_null_array(field.data_type(), rows))
             }

@@ -30,6 +30,7 @@ use parquet::schema::types::SchemaDescriptor;
 
 use crate::error::Result;
 use crate::metadata::schema::primitive_leaf;
+use crate::plan::shape::view_of;
 use crate::plan::Metrics;
 use crate::predicate::eval;
 use crate::predicate::expr::Predicate;
@@ -429,10 +430,9 @@ pub(super) fn viewed(
 ) -> Result<ArrowReaderMetadata> {
     let schema = metadata.schema();
     let types: Vec<Option<DataType>> = (0..schema.fields().len())
-        .map(|i| match schema.field(i).data_type() {
-            DataType::Utf8 if roots.contains(&i) => Some(DataType::Utf8View),
-            DataType::Binary if roots.contains(&i) => Some(DataType::BinaryView),
-            _ => None,
+        .map(|i| match roots.contains(&i) {
+            true => view_of(schema.field(i).data_type()),
+            false => None,
         })
         .collect();
     if types.iter().all(Option::is_none) {
