@@ -89,6 +89,11 @@ CASES = [
     "k >= 239990",
     "k = 100000 AND mode = 'SHIP'",
     "k < 100 AND comment IS NULL",
+    # Past the first 64 KiB of a page's fixed-width values: decoded from their block.
+    "k = 60000",
+    "k BETWEEN 70000 AND 70400",
+    "k = 199998 OR k = 200100",
+    "kn = 31001 OR kn = 31002",
 ]
 
 
@@ -109,12 +114,13 @@ def test_each_column_read_alone_matches_duckdb(large_pages: Path, duckdb_con: An
     """Each column as the only output beside the key, so that no other column shares its
     thread."""
     for column in table().column_names[1:]:
-        where = "k BETWEEN 40002 AND 40100"
-        got = pqindex.scan(str(large_pages), where=where, columns=["k", column]).to_arrow()
-        sql = f"SELECT k, {column} FROM read_parquet('{large_pages}') WHERE {where}"
-        want = duckdb_table(duckdb_con, sql)
-        assert got.num_rows == 50
-        assert got.sort_by("k").equals(want.sort_by("k").cast(got.schema)), column
+        # Rows at a page's start, and from the middle of one.
+        for where in ["k BETWEEN 40002 AND 40100", "k BETWEEN 70002 AND 70100"]:
+            got = pqindex.scan(str(large_pages), where=where, columns=["k", column]).to_arrow()
+            sql = f"SELECT k, {column} FROM read_parquet('{large_pages}') WHERE {where}"
+            want = duckdb_table(duckdb_con, sql)
+            assert got.num_rows == 50
+            assert got.sort_by("k").equals(want.sort_by("k").cast(got.schema)), column
 
 
 @pytest.mark.parametrize("where", ["k = 2", None])

@@ -359,13 +359,16 @@ struct PageRows {
 }
 
 impl PageRows {
-    /// How many rows of page `at` the read takes, from its first to its last selected,
-    /// and how many the offset index says it holds.
-    fn used(&self, at: usize) -> Option<(usize, usize)> {
+    /// How many rows of page `at` come before the first the read takes, how many it
+    /// takes from its first to its last selected, and how many the offset index says it
+    /// holds.
+    fn used(&self, at: usize) -> Option<(usize, usize, usize)> {
         let first = *self.firsts.get(at)?;
         let end = self.firsts.get(at + 1).copied().unwrap_or(self.rows);
         let used = usize::try_from(self.runs.used(first, end)?).ok()?;
-        Some((used, usize::try_from(end.checked_sub(first)?).ok()?))
+        let before = usize::try_from(self.runs.before(first, end)?).ok()?;
+        let of = usize::try_from(end.checked_sub(first)?).ok()?;
+        Some((before, used, of))
     }
 }
 
@@ -411,8 +414,9 @@ impl<F: ChunkReader> OwnPages<F> {
     /// Data page `at`, raw from the crate's reader, decompressed: only its start when the
     /// read takes only the rows there.
     fn decompress_data(&self, page: Page, at: usize) -> Result<Page> {
-        if let Some((rows, of)) = self.runs.as_ref().and_then(|r| r.used(at)) {
-            if let Some(start) = page_start(&page, self.codec, &self.column, rows, of)? {
+        if let Some((before, rows, of)) = self.runs.as_ref().and_then(|r| r.used(at)) {
+            let column = &self.column;
+            if let Some(start) = page_start(&page, self.codec, column, before, rows, of)? {
                 return Ok(start);
             }
         }

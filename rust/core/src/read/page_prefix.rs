@@ -27,7 +27,7 @@ use parquet::schema::types::ColumnDescriptor;
 use super::dictionary_prefix::{byte_arrays_end, entry_width};
 use super::page_buffers;
 use super::page_codec::{page_limit, snappy_len, zstd_declared, zstd_prefix};
-use super::snappy_prefix::snappy_prefix;
+use super::snappy_prefix::{snappy_prefix, snappy_window, BLOCK as SNAPPY_BLOCK};
 
 /// The rows a read by runs selects, as ranges in order.
 pub(super) struct Runs(Vec<Range<u64>>);
@@ -57,6 +57,15 @@ impl Runs {
 
     /// How many rows of the page holding rows `first..end` a read takes, counted from its
     /// first up to the last selected; `None` when none is selected.
+    /// How many rows of the page holding rows `first..end` come before the first one a
+    /// read takes there; `None` when none is taken.
+    pub(super) fn before(&self, first: u64, end: u64) -> Option<u64> {
+        let at = self.0.partition_point(|r| r.end <= first);
+        let run = self.0.get(at)?;
+        let start = run.start.max(first);
+        (start < end).then(|| start - first)
+    }
+
     pub(super) fn used(&self, first: u64, end: u64) -> Option<u64> {
         if end <= first {
             return None;
@@ -71,11 +80,14 @@ impl Runs {
 /// offset index says, with only its start decompressed: the values of its first `rows`
 /// rows, then filler. `None` where the page is not of a kind this serves, its header
 /// disagrees with the offset index, the rows are most of it, or the start decompressed
-/// does not hold them: the page is then to be decompressed whole.
+/// does not hold them: the page is then to be decompressed whole. The read takes none of
+/// the first `before` rows: a Snappy page of fixed-width values has the values before
+/// theirs left as filler where they fill a block or more ([`windowed`]).
 pub(super) fn page_start(
     page: &Page,
     codec: Compression,
     column: &ColumnDescriptor,
+    before: usize,
     rows: usize,
     of: usize,
 ) -> Result<Option<Page>> {
@@ -128,6 +140,16 @@ pub(super) fn page_start(
     let Some(size) = declared(codec, body)? else {
         return Ok(None);
     };
+    if matches!(codec, Compression::SNAPPY) && encoding == Encoding::PLAIN && before > 0 {
+        let at = Window {
+            before,
+            rows,
+            values,
+        };
+        if let Some(page) = windowed(page, body, kept, size, column, at)? {
+            return Ok(Some(page));
+        }
+    }
     // Where the values start in a page's start, how many the rows hold, and how many the
     // page holds.
     let values_of = |out: &[u8]| -> Result<Option<(usize, usize, usize)>> {
@@ -186,6 +208,101 @@ pub(super) fn page_start(
             return Ok(None);
         }
     }
+}
+
+/// The rows of a page a read takes: none of the first `before`, some up to `rows`, of
+/// the `values` levels the page holds.
+struct Window {
+    before: usize,
+    rows: usize,
+    values: usize,
+}
+
+/// A Snappy page of plain fixed-width values (`body` the compressed part, after `kept`
+/// bytes of version 2 levels) whose rows read start a block or more into its values:
+/// only its levels, and its values from the 64 KiB block holding the first row read up
+/// to the last ([`snappy_window`]), are decoded; the values before are zeros and those
+/// after filler, none of them rows the read takes. `None` where the rows start in the
+/// first block, or the stream cannot be entered at theirs.
+fn windowed(
+    page: &Page,
+    body: &[u8],
+    kept: usize,
+    size: usize,
+    column: &ColumnDescriptor,
+    at: Window,
+) -> Result<Option<Page>> {
+    let Some(width) = entry_width(column) else {
+        return Ok(None);
+    };
+    let max_def = column.max_def_level();
+    // A version 1 page's levels, decompressed: their length (4 bytes), then them.
+    let mut head = Vec::new();
+    if max_def > 0 && !matches!(page, Page::DataPageV2 { .. }) {
+        let mut len = [0u8; 4];
+        if size < len.len() {
+            return Ok(None);
+        }
+        snappy_prefix(body, &mut len)?;
+        let Some(end) = (u32::from_le_bytes(len) as usize)
+            .checked_add(4)
+            .filter(|end| *end <= size)
+        else {
+            return Ok(None);
+        };
+        head.resize(end, 0);
+        snappy_prefix(body, &mut head)?;
+    }
+    // The values before the rows read, through the last one, and in the page.
+    let (first, last, all) = match (max_def, page) {
+        (0, _) => (at.before, at.rows, at.values),
+        (
+            _,
+            Page::DataPageV2 {
+                rep_levels_byte_len,
+                ..
+            },
+        ) => {
+            let levels = page.buffer().get(*rep_levels_byte_len as usize..kept);
+            let Some(levels) = levels else {
+                return Ok(None);
+            };
+            let (last, all) = present(levels, max_def, at.rows, at.values);
+            (present(levels, max_def, at.before, at.values).0, last, all)
+        }
+        _ => {
+            let levels = &head[4..];
+            let (last, all) = present(levels, max_def, at.rows, at.values);
+            (present(levels, max_def, at.before, at.values).0, last, all)
+        }
+    };
+    let from = head.len();
+    let (Some(lo), Some(hi)) = (
+        first.checked_mul(width).and_then(|b| b.checked_add(from)),
+        last.checked_mul(width).and_then(|b| b.checked_add(from)),
+    ) else {
+        return Ok(None);
+    };
+    if hi > size || hi <= lo || lo / SNAPPY_BLOCK * SNAPPY_BLOCK <= from.max(SNAPPY_BLOCK - 1) {
+        return Ok(None);
+    }
+    let mut out = page_buffers::take(kept + hi);
+    out.clear();
+    out.resize(kept + hi, 0);
+    out[..kept].copy_from_slice(&page.buffer()[..kept]);
+    out[kept..kept + from].copy_from_slice(&head);
+    if snappy_window(body, &mut out[kept..], lo)?.is_none() {
+        return Ok(None);
+    }
+    fill(
+        &mut out,
+        kept + from,
+        Encoding::PLAIN,
+        column,
+        all.saturating_sub(last),
+    );
+    let len = out.len();
+    Ok(Some(with_body(page, page_buffers::page(out, len))))
 }
 
 /// `page` with `buf` for its body.
@@ -451,6 +568,10 @@ mod tests {
         // A run that crosses into the third page: its first 30 rows.
         assert_eq!(runs.used(200, 300), Some(30));
         assert_eq!(runs.used(300, 400), None);
+        assert_eq!(runs.before(0, 100), Some(10));
+        assert_eq!(runs.before(100, 200), Some(15));
+        assert_eq!(runs.before(200, 300), Some(0));
+        assert_eq!(runs.before(300, 400), None);
         let ends = Runs::of(&RowSelection::from(vec![
             RowSelector::skip(99),
             RowSelector::select(2),
@@ -653,7 +774,7 @@ mod tests {
             (zstd, zstd::bulk::compress(&values, 3).unwrap()),
         ] {
             let page = plain_page(body, 20_000);
-            let start = page_start(&page, codec, &int64("v"), 100, 20_000)
+            let start = page_start(&page, codec, &int64("v"), 0, 100, 20_000)
                 .unwrap()
                 .unwrap();
             let buf = start.buffer();
@@ -661,13 +782,116 @@ mod tests {
             assert_eq!(&buf[..800], &values[..800]);
             assert!(buf[800..].iter().all(|b| *b == 0));
             // Most of the page, a header that disagrees with the offset index: whole.
-            assert!(page_start(&page, codec, &int64("v"), 16_000, 20_000)
+            assert!(page_start(&page, codec, &int64("v"), 0, 16_000, 20_000)
                 .unwrap()
                 .is_none());
-            assert!(page_start(&page, codec, &int64("v"), 100, 19_999)
+            assert!(page_start(&page, codec, &int64("v"), 0, 100, 19_999)
                 .unwrap()
                 .is_none());
         }
+    }
+
+    fn optional_int64(name: &str) -> ColumnDescriptor {
+        let field =
+            parquet::schema::types::Type::primitive_type_builder(name, parquet::basic::Type::INT64)
+                .with_repetition(parquet::basic::Repetition::OPTIONAL)
+                .build()
+                .unwrap();
+        let path = parquet::schema::types::ColumnPath::from(name);
+        ColumnDescriptor::new(std::sync::Arc::new(field), 1, 0, path)
+    }
+
+    /// A Snappy page's values from `lo`, as `page_start` gives them after reading
+    /// nothing of the first `before` of 20,000 rows and up to row `rows`.
+    fn windowed_values(page: &Page, column: &ColumnDescriptor, at: (usize, usize)) -> Page {
+        page_start(page, Compression::SNAPPY, column, at.0, at.1, 20_000)
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_page_is_decoded_from_the_block_of_its_first_row_read() {
+        let values: Vec<u8> = (1..=20_000i64).flat_map(|v| v.to_le_bytes()).collect();
+        let body = snap::raw::Encoder::new().compress_vec(&values).unwrap();
+        let page = plain_page(body, 20_000);
+        // Rows 15,000..15,010: bytes 120,000..120,080, in the block from 65,536.
+        let buf = windowed_values(&page, &int64("v"), (15_000, 15_010))
+            .buffer()
+            .clone();
+        assert_eq!(buf.len(), values.len());
+        assert!(buf[..65_536].iter().all(|b| *b == 0));
+        assert_eq!(&buf[65_536..120_080], &values[65_536..120_080]);
+        assert!(buf[120_080..].iter().all(|b| *b == 0));
+        // Rows in the first block: the page's start.
+        let buf = windowed_values(&page, &int64("v"), (5_000, 5_010))
+            .buffer()
+            .clone();
+        assert_eq!(&buf[..40_080], &values[..40_080]);
+        assert!(buf[40_080..].iter().all(|b| *b == 0));
+
+        // Optional values: 1,000 present, 1,000 NULL, 18,000 present (RLE runs of
+        // level 1, 0, 1). Rows 15,000..15,010 hold values 14,000..14,010.
+        let mut levels = Vec::new();
+        for (count, level) in [(1_000u32, 1u8), (1_000, 0), (18_000, 1)] {
+            let mut header = count << 1;
+            while header >= 0x80 {
+                levels.push(header as u8 | 0x80);
+                header >>= 7;
+            }
+            levels.extend([header as u8, level]);
+        }
+        let mut page_bytes = (levels.len() as u32).to_le_bytes().to_vec();
+        page_bytes.extend(&levels);
+        let from = page_bytes.len();
+        page_bytes.extend(&values[..19_000 * 8]);
+        let body = snap::raw::Encoder::new().compress_vec(&page_bytes).unwrap();
+        let page = plain_page(body, 20_000);
+        let column = optional_int64("v");
+        let buf = windowed_values(&page, &column, (15_000, 15_010))
+            .buffer()
+            .clone();
+        assert_eq!(buf.len(), page_bytes.len());
+        assert_eq!(&buf[..from], &page_bytes[..from]);
+        let (lo, hi) = (from + 14_000 * 8, from + 14_010 * 8);
+        let block = lo / SNAPPY_BLOCK * SNAPPY_BLOCK;
+        assert!(buf[from..block].iter().all(|b| *b == 0));
+        assert_eq!(&buf[block..hi], &page_bytes[block..hi]);
+        assert!(buf[hi..].iter().all(|b| *b == 0));
+    }
+
+    #[test]
+    fn a_stream_reaching_back_before_the_block_is_decoded_from_its_start() {
+        // A literal of 65,536 bytes, then three times as many copied from the 64 bytes
+        // 65,536 back: every back-reference leaves its block.
+        let first: Vec<u8> = (0..8_192i64).flat_map(|v| v.to_le_bytes()).collect();
+        let mut body = Vec::new();
+        let mut len = 4 * first.len() as u32;
+        while len >= 0x80 {
+            body.push(len as u8 | 0x80);
+            len >>= 7;
+        }
+        body.push(len as u8);
+        body.extend([62 << 2, 0xff, 0xff, 0x00]);
+        body.extend(&first);
+        for _ in 0..3 * first.len() / 64 {
+            body.extend([(63 << 2) | 3]);
+            body.extend((first.len() as u32).to_le_bytes());
+        }
+        let page = plain_page(body, 32_768);
+        // Rows 9,000..9,010 (bytes 72,000..72,080): from the page's start.
+        let start = page_start(
+            &page,
+            Compression::SNAPPY,
+            &int64("v"),
+            9_000,
+            9_010,
+            32_768,
+        )
+        .unwrap()
+        .unwrap();
+        let at = 72_000 - first.len();
+        assert_eq!(&start.buffer()[72_000..72_080], &first[at..at + 80]);
+        assert_eq!(&start.buffer()[..first.len()], &first[..]);
     }
 
     #[test]
@@ -684,7 +908,7 @@ mod tests {
         assert_eq!(zstd_declared(&body), Some(u32::MAX as usize));
         let page = plain_page(body, 8_750);
         let zstd = Compression::ZSTD(Default::default());
-        assert!(page_start(&page, zstd, &int64("v"), 1, 8_750)
+        assert!(page_start(&page, zstd, &int64("v"), 0, 1, 8_750)
             .unwrap()
             .is_none());
     }
