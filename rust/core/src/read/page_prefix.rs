@@ -11,6 +11,11 @@
 //! or skipped like any other however a reader goes through it; the rows holding filler
 //! are not selected, so never returned.
 //!
+//! A Snappy page of plain fixed-width values whose rows read start a 64 KiB block or more
+//! into its values is entered at that block instead ([`super::snappy_prefix::snappy_window`]):
+//! its levels and the values from the block on are decoded, those before left as zeros
+//! that no read takes (a needle's row in the middle of a Spark-written page).
+//!
 //! Flat columns only (a row is a level), pages whose levels are RLE encoded, and values
 //! plain or dictionary encoded. The start is decompressed to a guess from the rows' share
 //! of the page; where the guess falls short, or the start is more of the page than is
