@@ -25,6 +25,7 @@ mod predicate_first;
 pub mod shared_pages;
 pub(crate) mod snappy_prefix;
 pub mod split;
+mod views;
 mod whole_page;
 
 use std::collections::HashSet;
@@ -489,6 +490,11 @@ pub fn read_unit(
             OutputColumn::Partition(_) => None,
         })
         .collect();
+    let views = shape
+        .schema
+        .fields()
+        .iter()
+        .any(|f| matches!(f.data_type(), DataType::Utf8View | DataType::BinaryView));
     let table_columns = planned.columns.is_some();
     let partition_values = planned.partition_values.clone();
     let shape = shape.clone();
@@ -509,6 +515,7 @@ pub fn read_unit(
                 Some(
                     shaped
                         .map(|b| compact(b, shape.batch_size))
+                        .map(|b| if views { views::compacted(b) } else { b })
                         .map_err(|e| Error::from(e).in_file(&path)),
                 )
             }
