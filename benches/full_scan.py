@@ -6,7 +6,9 @@ Spark writes it, with no predicate.
 
 The layout is compare.py's (``python benches/compare.py --sf 1 --layouts spark_impala``
 writes it). Reads, each to an Arrow table (polars: a DataFrame; ``pqindex-views``: pqindex with
-``string_view=True``, strings as Arrow views as polars holds them):
+``string_view=True``, strings as Arrow views as polars holds them; ``pqindex-polars``:
+those views as a polars DataFrame, ``polars.DataFrame(scan)``; ``pqindex-polars-utf8``:
+the same without views):
 
 - ``*``: every column;
 - ``strings``: the four dictionary-encoded string columns (``l_shipinstruct``,
@@ -34,16 +36,31 @@ CASES = {
     "strings": ["l_shipinstruct", "l_shipmode", "l_returnflag", "l_linestatus"],
     "decimals": ["l_quantity", "l_extendedprice", "l_discount"],
 }
-ENGINES = ("pqindex", "pqindex-views", "polars", "pyarrow", "duckdb")
-#: pqindex's own reads: the default output, and strings as views (``string_view=True``).
-OURS = ("pqindex", "pqindex-views")
+ENGINES = (
+    "pqindex",
+    "pqindex-views",
+    "pqindex-polars",
+    "pqindex-polars-utf8",
+    "polars",
+    "pyarrow",
+    "duckdb",
+)
+#: pqindex's own reads: the default output, strings as views (``string_view=True``), and
+#: a scan handed to polars as a DataFrame (through the Arrow C stream), with views and
+#: without.
+OURS = ("pqindex", "pqindex-views", "pqindex-polars", "pqindex-polars-utf8")
 
 #: One engine's reads, run in a fresh interpreter: prints {case: median ms}.
 PROGRAM = """
 import json, statistics, sys, time
 engine, layout, runs, cases = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
 glob = layout + "/*.parquet"
-if engine.startswith("pqindex"):
+if engine.startswith("pqindex-polars"):
+    import pqindex
+    import polars as pl
+    views = engine == "pqindex-polars"
+    read = lambda cols: pl.DataFrame(pqindex.scan(layout, columns=cols, string_view=views))
+elif engine.startswith("pqindex"):
     import pqindex
     views = engine == "pqindex-views"
     read = lambda cols: pqindex.scan(layout, columns=cols, string_view=views).to_arrow()
