@@ -77,7 +77,8 @@ def scan(
     (``string_view``, ``binary_view``), the layout polars and DuckDB hold strings in: a
     page decodes into views of its own bytes, or of its dictionary's, instead of a copy of
     every value, which makes wide reads of string columns cheaper. Nested strings (in
-    lists and structs) keep their type.
+    lists and structs) keep their type. Ask for views when handing the scan to polars
+    (``polars.DataFrame(scan)``), which otherwise converts every string into a view.
     """
     from pqindex import _iceberg
 
