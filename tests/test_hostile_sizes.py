@@ -218,6 +218,22 @@ def chunks(fmd: Struct) -> list[Struct]:
     return [cc[CC_META][1] for rg in fmd[FMD_ROW_GROUPS][1].items for cc in rg[RG_COLUMNS][1].items]
 
 
+def with_offset_index(data: bytes, column: int, edit: Callable[[list[Struct]], None]) -> bytes:
+    """``data`` with the offset index of column ``column`` of the first row group edited
+    (``edit`` gets its page locations) and written after the file's body, where its
+    footer points to it."""
+    fmd = footer(data)
+    body_end = len(data) - 8 - struct.unpack("<I", data[-8:-4])[0]
+    chunk = fmd[FMD_ROW_GROUPS][1].items[0][RG_COLUMNS][1].items[column]
+    index = Decoder(data, chunk[CC_OFFSET_INDEX_OFFSET][1]).struct()
+    edit(index[OI_PAGES][1].items)
+    encoded = encode_struct(index)
+    chunk[CC_OFFSET_INDEX_OFFSET] = (I64, body_end)
+    chunk[CC_OFFSET_INDEX_LENGTH] = (I32, len(encoded))
+    body = encode_struct(fmd)
+    return data[:body_end] + encoded + body + struct.pack("<I", len(body)) + b"PAR1"
+
+
 PageEdit = Callable[[int, Struct], None]
 
 
@@ -419,18 +435,13 @@ def test_searched_pages_shorter_in_the_offset_index_than_their_headers(tmp_path:
         data_page_size=1_024,
         write_batch_size=100,
     )
-    fmd = footer(data)
-    body_end = len(data) - 8 - struct.unpack("<I", data[-8:-4])[0]
-    chunk = fmd[FMD_ROW_GROUPS][1].items[0][RG_COLUMNS][1].items[1]
-    index = Decoder(data, chunk[CC_OFFSET_INDEX_OFFSET][1]).struct()
-    for page in index[OI_PAGES][1].items:
-        page[PL_SIZE] = (I32, page[PL_SIZE][1] - 10)
-    encoded = encode_struct(index)
-    chunk[CC_OFFSET_INDEX_OFFSET] = (I64, body_end)
-    chunk[CC_OFFSET_INDEX_LENGTH] = (I32, len(encoded))
-    body = encode_struct(fmd)
+
+    def shorter(pages: list[Struct]) -> None:
+        for page in pages:
+            page[PL_SIZE] = (I32, page[PL_SIZE][1] - 10)
+
     bad = tmp_path / "bad.parquet"
-    bad.write_bytes(data[:body_end] + encoded + body + struct.pack("<I", len(body)) + b"PAR1")
+    bad.write_bytes(with_offset_index(data, 1, shorter))
     assert_invalid(run_limited(bad, "s = 'value-005'"), "bad.parquet", "page longer than its bytes")
 
 
@@ -646,19 +657,13 @@ def test_an_offset_index_out_of_row_order_is_refused(
     data = write(
         tmp_path / "ok.parquet", write_page_index=True, data_page_size=1024, write_batch_size=500
     )
-    fmd = footer(data)
-    body_end = len(data) - 8 - struct.unpack("<I", data[-8:-4])[0]
-    chunk = fmd[FMD_ROW_GROUPS][1].items[0][RG_COLUMNS][1].items[0]
-    index = Decoder(data, chunk[CC_OFFSET_INDEX_OFFSET][1]).struct()
-    pages = index[OI_PAGES][1].items
-    assert len(pages) >= 3 and pages[0][PL_FIRST_ROW][1] == 0
-    edit(pages)
-    encoded = encode_struct(index)
-    chunk[CC_OFFSET_INDEX_OFFSET] = (I64, body_end)
-    chunk[CC_OFFSET_INDEX_LENGTH] = (I32, len(encoded))
-    body = encode_struct(fmd)
+
+    def checked_edit(pages: list[Struct]) -> None:
+        assert len(pages) >= 3 and pages[0][PL_FIRST_ROW][1] == 0
+        edit(pages)
+
     bad = tmp_path / "bad.parquet"
-    bad.write_bytes(data[:body_end] + encoded + body + struct.pack("<I", len(body)) + b"PAR1")
+    bad.write_bytes(with_offset_index(data, 0, checked_edit))
     assert_invalid(run_limited(bad, "k = 777"), "bad.parquet", "do not start at rows in order")
     # The file as written reads.
     assert run_limited(tmp_path / "ok.parquet", "k = 777").get("rows") == 1
