@@ -717,13 +717,7 @@ fn shape_batch(
             (OutputColumn::Root(_), Some(pos)) if table_columns => {
                 columns.push(adapt::to_table_column(batch.column(pos), field)?)
             }
-            (OutputColumn::Root(_), Some(pos)) => {
-                let column = batch.column(pos);
-                columns.push(match column.data_type() == field.data_type() {
-                    true => column.clone(),
-                    false => arrow_cast::cast(column, field.data_type())?,
-                })
-            }
+            (OutputColumn::Root(_), Some(pos)) => columns.push(batch.column(pos).clone()),
             (OutputColumn::Root(_), None) if table_columns => {
                 columns.push(new_null_array(field.data_type(), rows))
             }
