@@ -258,6 +258,46 @@ def test_lookups_that_cut_dictionaries_match_duckdb(
     assert len(requests) == len(set(requests)), requests
 
 
+def requested(scan: pqindex.Scan) -> list[tuple[int, int]]:
+    """The byte ranges a scan read from its file, from its `explain()`."""
+    ranges = []
+    for line in scan.explain().splitlines():
+        if line.endswith(" B)"):
+            start, end = line.split()[-3].split("-")
+            ranges.append((int(start), int(end)))
+    return ranges
+
+
+@pytest.mark.parametrize("where", ["k = 2", "k < 500", "s = 'customer#000000001'"])
+def test_a_lookup_fetches_only_the_start_of_a_large_dictionary(
+    large_dictionary_file: Path, where: str
+) -> None:
+    """A lookup in the first pages of each chunk, which use only the first entries of its
+    dictionary, reads only the start of each large dictionary page from the file: all of a
+    page smaller than 64 KiB, or of one whose size only its whole stream tells (Zstandard
+    byte arrays). A Zstandard page is read to the end of the 128 KiB block holding the
+    entries used: most of these pages."""
+    path = large_dictionary_file
+    scan = pqindex.scan(str(path), where=where)
+    assert scan.to_arrow().num_rows > 0
+    ranges = requested(scan)
+    rg = pq.ParquetFile(path).metadata.row_group(0)
+    in_part = 0
+    for c in range(rg.num_columns):
+        chunk = rg.column(c)
+        start, end = chunk.dictionary_page_offset, chunk.data_page_offset
+        read = sum(max(0, min(e, end) - max(s, start)) for s, e in ranges)
+        sized = chunk.compression == "SNAPPY" or chunk.physical_type != "BYTE_ARRAY"
+        if end - start >= 64 * 1024 and sized:
+            # A Snappy page to the entries used; a Zstandard one to their block's end.
+            share = 4 if chunk.compression == "SNAPPY" else 1
+            assert 0 < read * share < end - start, (chunk.path_in_schema, read, end - start)
+            in_part += 1
+        else:
+            assert read >= end - start, (chunk.path_in_schema, read, end - start)
+    assert in_part >= 2
+
+
 @pytest.mark.parametrize("where", ["k = 2", None])
 def test_a_damaged_dictionary_is_an_invalid_file_cut_or_whole(
     tmp_path: Path, where: str | None

@@ -11,8 +11,11 @@
 //!
 //! Where a read uses only a few pages of a chunk and its dictionary is large, those pages
 //! are decompressed before the dictionary, so that only the dictionary entries they use
-//! are decompressed ([`super::dictionary_prefix`]). A page whose rows a read takes only
-//! from its start has only its start decompressed ([`super::page_prefix`]).
+//! are decompressed ([`super::dictionary_prefix`]). Such a dictionary page is fetched only
+//! as far as those entries: the crate's reader is handed its header and the start of its
+//! body ([`DictionaryHead`]), and the rest is fetched once the entries are known. A page
+//! whose rows a read takes only from its start has only its start decompressed
+//! ([`super::page_prefix`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -25,21 +28,23 @@ use parquet::arrow::{parquet_to_arrow_field_levels, ProjectionMask};
 use parquet::basic::{Compression, Encoding};
 use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
 use parquet::errors::{ParquetError, Result};
-use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
+use parquet::file::page_index::offset_index::PageLocation;
 use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescPtr;
 
 use super::dictionary_prefix::{
-    byte_arrays_end, cuttable, entry_width, keys_used, pages_read, MIN_BYTES,
+    byte_arrays_end, cuttable, entry_width, keys_used, pages_read, MAX_PAGES, MIN_BYTES,
 };
 use super::page_buffers;
 use super::page_codec::{
-    page_limit, snappy_into, snappy_len, zstd_declared, zstd_into, zstd_prefix,
+    page_limit, snappy_declared, snappy_into, snappy_len, zstd_declared, zstd_into, zstd_prefix,
 };
 use super::page_prefix::{page_start, Runs};
 use super::reader_builder;
 use super::snappy_prefix::{snappy_prefix, snappy_window, BLOCK as SNAPPY_BLOCK};
+use crate::metadata::page_header::page_sizes;
 use crate::metadata::page_index::offset_index;
 
 /// A reader of `rows` (all when `None`) of row group `row_group` of `file`, `projection`
@@ -177,12 +182,18 @@ pub(super) fn page_reader<F: ChunkReader + 'static>(
                 _ => None,
             };
             let held = read.as_ref().map(|_| Held::default());
+            // Its dictionary page, when large, is fetched only as far as the read uses it.
+            let head = match (&read, &locations) {
+                (Some(_), Some(locations)) => DictionaryHead::of(chunk, locations),
+                _ => None,
+            };
             let ahead = read
                 .map(|read| -> Result<Ahead<F>> {
                     let keeping = HeldPages {
                         inner: file.clone(),
                         held: held.clone(),
                         keep: true,
+                        head: None,
                     };
                     let pages = SerializedPageReader::new(
                         Arc::new(keeping),
@@ -194,9 +205,10 @@ pub(super) fn page_reader<F: ChunkReader + 'static>(
                 })
                 .transpose()?;
             let taking = HeldPages {
-                inner: file,
+                inner: file.clone(),
                 held,
                 keep: false,
+                head: head.clone(),
             };
             // A read by runs takes from each page the rows up to its last selected one; a
             // read through a mask, every row up to the last selected of all.
@@ -219,6 +231,8 @@ pub(super) fn page_reader<F: ChunkReader + 'static>(
                     u64::try_from(chunk.compressed_size()).unwrap_or(0),
                 ),
                 column: chunk.column_descr_ptr(),
+                file,
+                head,
                 ahead,
                 early: VecDeque::new(),
                 cut: None,
@@ -291,6 +305,94 @@ struct HeldPages<F> {
     /// Byte ranges fetched ahead; `None` when nothing is read ahead.
     held: Option<Held>,
     keep: bool,
+    /// The chunk's dictionary page, of which only the head is handed over.
+    head: Option<Arc<DictionaryHead>>,
+}
+
+/// Bytes of a dictionary page fetched before its entries are counted: its header (tens of
+/// bytes) and the start of its body.
+const HEAD_BYTES: usize = 4 << 10;
+
+/// Dictionary pages at least this large are fetched in part.
+const FETCHED_IN_PART: usize = 64 << 10;
+
+/// The most bytes a Zstandard block decompresses to.
+const ZSTD_BLOCK: usize = 128 << 10;
+
+/// A large dictionary page of a read that uses only a few of a chunk's pages: the reader
+/// is handed only its head ([`HEAD_BYTES`]), and its dictionary step fetches as much of
+/// the body as the entries those pages use need ([`OwnPages::dictionary`]).
+struct DictionaryHead {
+    /// Where the page starts, and the bytes up to the chunk's first data page (what the
+    /// crate's reader asks for).
+    start: u64,
+    len: usize,
+    /// The header's length, once the head was handed over.
+    header: Mutex<Option<usize>>,
+}
+
+/// Whether a read of `pages` of the `of` data pages of `chunk`, whose dictionary page
+/// takes `len` bytes, fetches that page only as far as those pages use it: it is not to
+/// be fetched ahead then ([`super::dictionary::fetch_selected_pages`]).
+pub(super) fn dictionary_in_part(
+    chunk: &ColumnChunkMetaData,
+    pages: usize,
+    of: usize,
+    len: u64,
+) -> bool {
+    cuttable(chunk)
+        && sized_by_head(chunk)
+        && pages > 0
+        && pages <= MAX_PAGES
+        && pages < of
+        && len >= FETCHED_IN_PART as u64
+}
+
+/// Whether the size of `chunk`'s dictionary is known from the head of its page: from a
+/// Snappy stream's start, or from its entries' count and width. A Zstandard stream of
+/// byte arrays is sized only by its whole frame ([`zstd_declared`]).
+fn sized_by_head(chunk: &ColumnChunkMetaData) -> bool {
+    chunk.compression() == Compression::SNAPPY || entry_width(chunk.column_descr()).is_some()
+}
+
+impl DictionaryHead {
+    /// The dictionary page of `chunk`, whose data pages are at `locations`, if large
+    /// enough to be fetched in part.
+    fn of(chunk: &ColumnChunkMetaData, locations: &[PageLocation]) -> Option<Arc<Self>> {
+        let (start, _) = chunk.byte_range();
+        let first = u64::try_from(locations.first()?.offset).ok()?;
+        let len = usize::try_from(first.checked_sub(start)?).ok()?;
+        let sized = chunk.dictionary_page_offset().is_some() && sized_by_head(chunk);
+        (sized && len >= FETCHED_IN_PART).then(|| {
+            Arc::new(DictionaryHead {
+                start,
+                len,
+                header: Mutex::new(None),
+            })
+        })
+    }
+
+    /// The header's length if only the head was handed over.
+    fn cut(&self) -> Option<usize> {
+        *self.header.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The head of the page in `file`, or `None` where its header does not end in it.
+    fn fetch<F: ChunkReader>(&self, file: &F) -> Option<Bytes> {
+        let bytes = file.get_bytes(self.start, HEAD_BYTES.min(self.len)).ok()?;
+        let header = page_sizes(&bytes).ok()?.header_len;
+        (header < bytes.len()).then(|| {
+            *self.header.lock().unwrap_or_else(|e| e.into_inner()) = Some(header);
+            bytes
+        })
+    }
+
+    /// The first `n` bytes of the page's body (all of it past its end), fetched with its
+    /// header: a read at the page's start is checked as a page read.
+    fn body<F: ChunkReader>(&self, file: &F, header: usize, n: usize) -> Result<Bytes> {
+        let len = header.saturating_add(n).min(self.len);
+        Ok(file.get_bytes(self.start, len)?.slice(header.min(len)..))
+    }
 }
 
 impl<F: ChunkReader> Length for HeldPages<F> {
@@ -307,6 +409,12 @@ impl<F: ChunkReader> ChunkReader for HeldPages<F> {
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> Result<Bytes> {
+        let head = self.head.as_ref();
+        if let Some(head) = head.filter(|h| h.start == start && h.len == length) {
+            if let Some(bytes) = head.fetch(&*self.inner) {
+                return Ok(bytes);
+            }
+        }
         let Some(held) = &self.held else {
             return self.inner.get_bytes(start, length);
         };
@@ -337,6 +445,9 @@ struct OwnPages<F: ChunkReader> {
     /// the same ratio.
     sizes: (u64, u64),
     column: ColumnDescPtr,
+    file: Arc<F>,
+    /// The dictionary page handed over in part, if it is.
+    head: Option<Arc<DictionaryHead>>,
     /// The pages the read may use, to be decompressed before the dictionary.
     ahead: Option<Ahead<F>>,
     /// Those pages' bodies, raw and decompressed, until the reader asks for them.
@@ -433,10 +544,12 @@ impl<F: ChunkReader> OwnPages<F> {
     }
 
     /// The dictionary page `page` (raw), decompressed whole, or only the entries the
-    /// pages the read may use need, those pages decompressed now and kept.
+    /// pages the read may use need, those pages decompressed now and kept. A page handed
+    /// over in part ([`DictionaryHead`]) has the body those entries need fetched here, or
+    /// all of it where they cannot be cut.
     fn dictionary(&mut self, page: Page) -> Result<Page> {
         let Some(ahead) = self.ahead.take() else {
-            return self.decompress(page);
+            return self.whole_dictionary(page);
         };
         let Page::DictionaryPage {
             buf,
@@ -445,24 +558,28 @@ impl<F: ChunkReader> OwnPages<F> {
             is_sorted,
         } = &page
         else {
-            return self.decompress(page);
+            return self.whole_dictionary(page);
         };
+        // The body's length, of which `buf` may hold only the start.
+        let cut = self.head.as_ref().and_then(|h| Some((h.clone(), h.cut()?)));
+        let body_len = cut.as_ref().map_or(buf.len(), |(h, header)| h.len - header);
         let width = entry_width(&self.column);
         let all = *num_values as usize;
         // The dictionary's size: its entries' for fixed widths, else what the stream
         // declares; within what its bytes can hold.
         let size = match (self.codec, width) {
-            (Compression::SNAPPY, _) => snappy_len(buf)?,
+            (Compression::SNAPPY, _) => snappy_declared(buf, body_len)?,
             (_, Some(w)) => all.saturating_mul(w),
-            (_, None) => zstd_declared(buf).unwrap_or(0),
+            (_, None) if cut.is_none() => zstd_declared(buf).unwrap_or(0),
+            (_, None) => 0,
         };
         let plain = matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY);
         if !plain
             || size < MIN_BYTES
-            || size > page_limit(self.codec, buf.len())
+            || size > page_limit(self.codec, body_len)
             || width.is_some_and(|w| all.saturating_mul(w) != size)
         {
-            return self.decompress(page);
+            return self.whole_dictionary(page);
         }
         // Entries of a fixed width in a Snappy page may be decoded from the 64 KiB block
         // before the first used ([`snappy_window`]); others from the start. Past half the
@@ -503,42 +620,46 @@ impl<F: ChunkReader> OwnPages<F> {
             }
         };
         if (start - block.min(start)).saturating_mul(2) > size {
-            return self.decompress(page);
+            return self.whole_dictionary(page);
         }
         let mut out = page_buffers::take(start);
         if out.len() < start {
             out.resize(start, 0);
         }
-        let window = match (self.codec, width) {
-            (Compression::SNAPPY, Some(w)) if block > 0 => {
-                snappy_window(buf, &mut out[..start], first)?.map(|block| (block, w))
+        // The body as far as `start` bytes of its stream are expected to come from: in
+        // the page's ratio, and a quarter again; for Zstandard, whose compressed blocks
+        // decode whole, up to the end of the block holding them. A guess that falls short
+        // is an error of the decoder, and the whole body is decoded then.
+        let decoded = match &cut {
+            Some((head, header)) => {
+                let upto = match self.codec {
+                    Compression::ZSTD(_) => start.next_multiple_of(ZSTD_BLOCK).min(size),
+                    _ => start,
+                };
+                let want = (upto as u128 * body_len as u128 / size.max(1) as u128) as usize;
+                let want = want.saturating_add(want / 4).saturating_add(HEAD_BYTES);
+                let part = match want < buf.len() {
+                    true => buf.clone(),
+                    false => head.body(&*self.file, *header, want)?,
+                };
+                match self.dictionary_start(&part, &mut out[..start], first, size) {
+                    Err(_) if part.len() < body_len => {
+                        let whole = head.body(&*self.file, *header, body_len)?;
+                        self.dictionary_start(&whole, &mut out[..start], first, size)
+                    }
+                    decoded => decoded,
+                }
             }
-            _ => None,
-        };
-        // The entries before the window's block (and one it cuts) are never read: filler.
-        let from = match window {
-            Some((block, w)) => {
-                out[..block].fill(0);
-                block.div_ceil(w)
-            }
-            // A stream not in independent blocks, whose start is most of it.
-            None if block > 0 && start.saturating_mul(2) > size => {
-                return self.decompress(page);
-            }
-            None if self.codec == Compression::SNAPPY => {
-                snappy_prefix(buf, &mut out[..start])?;
-                0
-            }
-            None => {
-                zstd_prefix(buf, &mut out[..start])?;
-                0
-            }
+            None => self.dictionary_start(buf, &mut out[..start], first, size),
+        }?;
+        let Some(from) = decoded else {
+            return self.whole_dictionary(page);
         };
         let bytes = match width {
             Some(_) => start,
             None => match byte_arrays_end(&out[..start], entries) {
                 Some(end) => end,
-                None => return self.decompress(page),
+                None => return self.whole_dictionary(page),
             },
         };
         self.cut = Some((from, entries));
@@ -548,6 +669,55 @@ impl<F: ChunkReader> OwnPages<F> {
             encoding: *encoding,
             is_sorted: *is_sorted,
         })
+    }
+
+    /// Fill `out` with the start of the dictionary stream `body` (of a dictionary of
+    /// `size` bytes) from the Snappy block holding byte `first` on (fixed widths), and say
+    /// from which entry on it is decoded (those before are filler); `None` where the whole
+    /// stream is to be decompressed instead.
+    fn dictionary_start(
+        &self,
+        body: &[u8],
+        out: &mut [u8],
+        first: usize,
+        size: usize,
+    ) -> Result<Option<usize>> {
+        let block = first / SNAPPY_BLOCK * SNAPPY_BLOCK;
+        let width = entry_width(&self.column);
+        let window = match (self.codec, width) {
+            (Compression::SNAPPY, Some(w)) if block > 0 => {
+                snappy_window(body, out, first)?.map(|block| (block, w))
+            }
+            _ => None,
+        };
+        // The entries before the window's block (and one it cuts) are never read: filler.
+        Ok(match window {
+            Some((block, w)) => {
+                out[..block].fill(0);
+                Some(block.div_ceil(w))
+            }
+            // A stream not in independent blocks, whose start is most of it.
+            None if block > 0 && out.len().saturating_mul(2) > size => None,
+            None if self.codec == Compression::SNAPPY => {
+                snappy_prefix(body, out)?;
+                Some(0)
+            }
+            None => {
+                zstd_prefix(body, out)?;
+                Some(0)
+            }
+        })
+    }
+
+    /// The dictionary page `page` (raw) decompressed whole: its body fetched whole first
+    /// where only its head was handed over.
+    fn whole_dictionary(&self, mut page: Page) -> Result<Page> {
+        if let Some((head, header)) = self.head.as_ref().and_then(|h| Some((h, h.cut()?))) {
+            if let Page::DictionaryPage { buf, .. } = &mut page {
+                *buf = head.body(&*self.file, header, head.len - header)?;
+            }
+        }
+        self.decompress(page)
     }
 
     /// The data page `page` (raw), at position `at`, decompressed: kept from before its
@@ -975,6 +1145,145 @@ mod tests {
                     assert!(ours.num_rows() > 0);
                 }
             }
+        }
+    }
+
+    /// The bytes of `reads` (start, length) that fall in `range`, each read counted.
+    fn bytes_in(reads: &[(u64, usize)], range: &std::ops::Range<u64>) -> u64 {
+        reads
+            .iter()
+            .map(|&(s, l)| {
+                (s + l as u64)
+                    .min(range.end)
+                    .saturating_sub(s.max(range.start))
+            })
+            .sum()
+    }
+
+    /// Where the dictionary page of leaf `leaf` lies: up to the chunk's first data page.
+    fn dictionary_bytes(meta: &ArrowReaderMetadata, leaf: usize) -> std::ops::Range<u64> {
+        let (start, _) = meta.metadata().row_group(0).column(leaf).byte_range();
+        let index = offset_index(meta.metadata(), 0, leaf).unwrap();
+        start..index.page_locations()[0].offset as u64
+    }
+
+    /// `rows` of `file` read by [`reader`] in runs, in one batch.
+    fn read_counted(
+        file: &Counted,
+        meta: &ArrowReaderMetadata,
+        rows: &RowSelection,
+    ) -> RecordBatch {
+        let batches = reader(
+            file.clone(),
+            meta,
+            0,
+            ProjectionMask::all(),
+            1024,
+            Some(rows.clone()),
+            RowSelectionPolicy::Selectors,
+        )
+        .unwrap()
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .unwrap();
+        arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
+    }
+
+    #[test]
+    fn a_large_dictionary_page_is_fetched_only_as_far_as_the_pages_read_use_it() {
+        let first = RowSelection::from(vec![RowSelector::select(1000), RowSelector::skip(59_000)]);
+        let late = RowSelection::from(vec![RowSelector::skip(45_000), RowSelector::select(10)]);
+        let versions = [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0];
+        let codecs = [Compression::SNAPPY, Compression::ZSTD(ZstdLevel::default())];
+        for (version, codec) in versions.into_iter().flat_map(|v| codecs.map(|c| (v, c))) {
+            let bytes = sorted_keys(version, codec);
+            let meta = with_page_index(&bytes);
+            for rows in [&first, &late] {
+                let file = Counted(bytes.clone(), Arc::default());
+                let ours = read_counted(&file, &meta, rows);
+                assert_eq!(ours, read_theirs(&bytes, &meta, Some(rows.clone())));
+                if std::ptr::eq(rows, &late) {
+                    // Entries from the middle of each dictionary: fetched as far as the
+                    // guess or whole, and read as the crate reads them.
+                    continue;
+                }
+                let reads = file.1.lock().unwrap().clone();
+                let mut cut = 0;
+                for leaf in 0..3 {
+                    let page = dictionary_bytes(&meta, leaf);
+                    let (len, read) = (page.end - page.start, bytes_in(&reads, &page));
+                    // The first page uses each dictionary's first entries.
+                    if len >= FETCHED_IN_PART as u64 {
+                        assert!(
+                            read * 4 < len,
+                            "{version:?} {codec:?} {leaf}: {read} of {len}"
+                        );
+                        cut += 1;
+                    } else {
+                        assert!(read >= len, "{version:?} {codec:?} {leaf}: {read} of {len}");
+                    }
+                }
+                // Zstandard makes each of these dictionaries smaller than a page fetched
+                // in part (`a_zstandard_dictionary_is_fetched_in_part_too`).
+                if codec == Compression::SNAPPY {
+                    assert!(cut > 0, "{version:?}: no dictionary fetched in part");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_zstandard_dictionary_is_fetched_in_part_too() {
+        // 100,000 keys of scattered bits: a dictionary Zstandard cannot shrink.
+        let n = 100_000i64;
+        let keys: ArrayRef = Arc::new(Int64Array::from_iter_values(
+            (0..n).map(|i| (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as i64),
+        ));
+        let batch = RecordBatch::try_from_iter([("k", keys)]).unwrap();
+        let rows = RowSelection::from(vec![RowSelector::select(1000), RowSelector::skip(99_000)]);
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            let bytes = written(&batch, version, Compression::ZSTD(ZstdLevel::default()));
+            let meta = with_page_index(&bytes);
+            let file = Counted(bytes.clone(), Arc::default());
+            let ours = read_counted(&file, &meta, &rows);
+            assert_eq!(ours, read_theirs(&bytes, &meta, Some(rows.clone())));
+            let page = dictionary_bytes(&meta, 0);
+            let (len, read) = (
+                page.end - page.start,
+                bytes_in(&file.1.lock().unwrap(), &page),
+            );
+            assert!(len >= FETCHED_IN_PART as u64, "{len}");
+            assert!(read * 4 < len, "{version:?}: {read} of {len}");
+        }
+    }
+
+    #[test]
+    fn a_dictionary_start_that_compresses_worse_than_the_rest_is_fetched_again_whole() {
+        // 6,000 keys of scattered bits, then 98,000 counting up: the first six pages use
+        // the entries of the scattered keys, which take more of the stream than the page's
+        // ratio says, so the start fetched falls short and the page is fetched whole.
+        let n = 104_000i64;
+        let keys: ArrayRef = Arc::new(Int64Array::from_iter_values((0..n).map(|i| match i {
+            0..6_000 => (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as i64,
+            _ => i,
+        })));
+        let batch = RecordBatch::try_from_iter([("k", keys)]).unwrap();
+        let rows = RowSelection::from(vec![RowSelector::select(6_000), RowSelector::skip(98_000)]);
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            let bytes = written(&batch, version, Compression::SNAPPY);
+            let meta = with_page_index(&bytes);
+            let page = dictionary_bytes(&meta, 0);
+            assert!(page.end - page.start >= FETCHED_IN_PART as u64);
+            let file = Counted(bytes.clone(), Arc::default());
+            let ours = read_counted(&file, &meta, &rows);
+            assert_eq!(ours, read_theirs(&bytes, &meta, Some(rows.clone())));
+            assert_eq!(ours.num_rows(), 6_000);
+            let reads = file.1.lock().unwrap().clone();
+            // The head, a start that fell short, then the whole page.
+            let head = (page.start, HEAD_BYTES);
+            let whole = (page.start, (page.end - page.start) as usize);
+            assert!(reads.contains(&head), "{version:?}: {reads:?}");
+            assert!(reads.contains(&whole), "{version:?}: {reads:?}");
+            assert_eq!(reads.iter().filter(|r| r.0 == page.start).count(), 3);
         }
     }
 

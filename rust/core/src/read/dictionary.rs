@@ -9,7 +9,10 @@
 //!
 //! The footer's page encoding statistics say which encodings the chunk's data pages use,
 //! but not where: they decide only whether the dictionary is fetched along with the data
-//! pages (it is needed) or after their headers were read (it may not be).
+//! pages (it is needed) or after their headers were read (it may not be). A large
+//! dictionary of a local file whose few selected pages use only some of its entries is
+//! not fetched here at all: the chunk's reader fetches it only as far as they need
+//! ([`super::chunk_pages`]).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -26,6 +29,7 @@ use crate::metadata::dictionary_page::only_dictionary_pages;
 use crate::metadata::page_header::needs_dictionary;
 use crate::metadata::page_index::{dictionary_range, offset_index, page_boundaries};
 use crate::plan::RowRanges;
+use crate::read::chunk_pages::dictionary_in_part;
 use crate::read::shared_pages::SharedPages;
 
 /// Fetch the pages of `leaves` in row group `rg` that hold `selected` rows, each
@@ -46,6 +50,7 @@ pub(crate) fn fetch_selected_pages(
         dictionary: Range<u64>,
         pages: Vec<Range<u64>>,
         fetched: bool,
+        in_part: bool,
     }
     let mut ranges = Vec::new();
     // Ranges every piece of a unit reads alike: dictionary pages, and whole chunks where
@@ -61,7 +66,15 @@ pub(crate) fn fetch_selected_pages(
         };
         ranges.extend(pages.iter().cloned());
         if let Some(dictionary) = dictionary_range(md, rg, leaf) {
-            let fetched = fetch_with_pages(chunk, first_selected);
+            // A large dictionary of a local file that the reader fetches only as far as
+            // the few selected pages use it is not fetched here. A piece of a unit
+            // fetches it whole, once for all pieces.
+            let of = offset_index(md, rg, leaf).map_or(0, |o| o.page_locations().len());
+            let span = dictionary.end.saturating_sub(dictionary.start);
+            let in_part = !file.is_remote()
+                && shared.is_none()
+                && dictionary_in_part(chunk, pages.len(), of, span);
+            let fetched = !in_part && fetch_with_pages(chunk, first_selected);
             if fetched {
                 alike.push(dictionary.clone());
             }
@@ -70,6 +83,7 @@ pub(crate) fn fetch_selected_pages(
                 dictionary,
                 pages,
                 fetched,
+                in_part,
             });
         }
     }
@@ -91,7 +105,7 @@ pub(crate) fn fetch_selected_pages(
             });
         if !used {
             skipped.push(u.leaf);
-        } else if !u.fetched {
+        } else if !u.fetched && !u.in_part {
             late.push(u.dictionary);
         }
     }

@@ -150,13 +150,17 @@ pub(super) fn zstd_declared(body: &[u8]) -> Option<usize> {
 /// The size a raw Snappy `body` declares it decompresses to, refused where it passes what
 /// `body` can hold or [`MAX_PAGE_BYTES`]: the page guard's bounds on a page header.
 pub(super) fn snappy_len(body: &[u8]) -> Result<usize> {
-    let size = snap::raw::decompress_len(body)
+    snappy_declared(body, body.len())
+}
+
+/// [`snappy_len`] of a body of `whole` bytes of which only the start `head` is at hand.
+pub(super) fn snappy_declared(head: &[u8], whole: usize) -> Result<usize> {
+    let size = snap::raw::decompress_len(head)
         .map_err(|e| ParquetError::General(format!("corrupt Snappy page: {e}")))?;
-    if size > page_limit(Compression::SNAPPY, body.len()) {
+    if size > page_limit(Compression::SNAPPY, whole) {
         return Err(ParquetError::General(format!(
-            "a Snappy page declares {size} bytes, more than its {} bytes can hold or a page \
-             may take ({MAX_PAGE_BYTES} bytes)",
-            body.len()
+            "a Snappy page declares {size} bytes, more than its {whole} bytes can hold or a \
+             page may take ({MAX_PAGE_BYTES} bytes)"
         )));
     }
     Ok(size)
