@@ -316,6 +316,10 @@ const HEAD_BYTES: usize = 4 << 10;
 /// Dictionary pages at least this large are fetched in part.
 const FETCHED_IN_PART: usize = 64 << 10;
 
+/// Bytes of a dictionary page's stream its head holds at least: more than a Snappy
+/// stream's length (a varint of up to 5 bytes) or a Zstandard frame's header (18).
+const STREAM_START: usize = 32;
+
 /// The most bytes a Zstandard block decompresses to.
 const ZSTD_BLOCK: usize = 128 << 10;
 
@@ -377,11 +381,12 @@ impl DictionaryHead {
         *self.header.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The head of the page in `file`, or `None` where its header does not end in it.
+    /// The head of the page in `file`, or `None` where its header, and the start of its
+    /// stream (a Snappy stream's length, or a Zstandard frame's header), do not end in it.
     fn fetch<F: ChunkReader>(&self, file: &F) -> Option<Bytes> {
         let bytes = file.get_bytes(self.start, HEAD_BYTES.min(self.len)).ok()?;
         let header = page_sizes(&bytes).ok()?.header_len;
-        (header < bytes.len()).then(|| {
+        (header.saturating_add(STREAM_START) <= bytes.len()).then(|| {
             *self.header.lock().unwrap_or_else(|e| e.into_inner()) = Some(header);
             bytes
         })
