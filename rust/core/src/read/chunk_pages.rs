@@ -325,7 +325,9 @@ const ZSTD_BLOCK: usize = 128 << 10;
 
 /// A large dictionary page of a read that uses only a few of a chunk's pages: the reader
 /// is handed only its head ([`HEAD_BYTES`]), and its dictionary step fetches as much of
-/// the body as the entries those pages use need ([`OwnPages::dictionary`]).
+/// the body as the entries those pages use need ([`OwnPages::dictionary`]). The crate's
+/// reader takes the head as the page: it checks no length against the header, and no
+/// checksum (its `crc` feature is off; with it on, a head would fail the page's CRC).
 struct DictionaryHead {
     /// Where the page starts, and the bytes up to the chunk's first data page (what the
     /// crate's reader asks for).
