@@ -917,15 +917,15 @@ mod tests {
         Bytes::from(out)
     }
 
-    /// `rows` (all when `None`) of `bytes` read by [`reader`] under `policy`, in one batch.
-    fn read_ours(
-        bytes: &Bytes,
+    /// `rows` (all when `None`) of `file` read by [`reader`] under `policy`, in one batch.
+    fn read_ours<F: ChunkReader + Clone + 'static>(
+        file: &F,
         meta: &ArrowReaderMetadata,
         rows: Option<RowSelection>,
         policy: RowSelectionPolicy,
     ) -> RecordBatch {
         let batches = reader(
-            bytes.clone(),
+            file.clone(),
             meta,
             0,
             ProjectionMask::all(),
@@ -1174,27 +1174,6 @@ mod tests {
         start..index.page_locations()[0].offset as u64
     }
 
-    /// `rows` of `file` read by [`reader`] in runs, in one batch.
-    fn read_counted(
-        file: &Counted,
-        meta: &ArrowReaderMetadata,
-        rows: &RowSelection,
-    ) -> RecordBatch {
-        let batches = reader(
-            file.clone(),
-            meta,
-            0,
-            ProjectionMask::all(),
-            1024,
-            Some(rows.clone()),
-            RowSelectionPolicy::Selectors,
-        )
-        .unwrap()
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .unwrap();
-        arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap()
-    }
-
     #[test]
     fn a_large_dictionary_page_is_fetched_only_as_far_as_the_pages_read_use_it() {
         let first = RowSelection::from(vec![RowSelector::select(1000), RowSelector::skip(59_000)]);
@@ -1206,7 +1185,12 @@ mod tests {
             let meta = with_page_index(&bytes);
             for rows in [&first, &late] {
                 let file = Counted(bytes.clone(), Arc::default());
-                let ours = read_counted(&file, &meta, rows);
+                let ours = read_ours(
+                    &file,
+                    &meta,
+                    Some(rows.clone()),
+                    RowSelectionPolicy::Selectors,
+                );
                 assert_eq!(ours, read_theirs(&bytes, &meta, Some(rows.clone())));
                 if std::ptr::eq(rows, &late) {
                     // Entries from the middle of each dictionary: fetched as far as the
@@ -1251,7 +1235,12 @@ mod tests {
             let bytes = written(&batch, version, Compression::ZSTD(ZstdLevel::default()));
             let meta = with_page_index(&bytes);
             let file = Counted(bytes.clone(), Arc::default());
-            let ours = read_counted(&file, &meta, &rows);
+            let ours = read_ours(
+                &file,
+                &meta,
+                Some(rows.clone()),
+                RowSelectionPolicy::Selectors,
+            );
             assert_eq!(ours, read_theirs(&bytes, &meta, Some(rows.clone())));
             let page = dictionary_bytes(&meta, 0);
             let (len, read) = (
@@ -1281,7 +1270,12 @@ mod tests {
             let page = dictionary_bytes(&meta, 0);
             assert!(page.end - page.start >= FETCHED_IN_PART as u64);
             let file = Counted(bytes.clone(), Arc::default());
-            let ours = read_counted(&file, &meta, &rows);
+            let ours = read_ours(
+                &file,
+                &meta,
+                Some(rows.clone()),
+                RowSelectionPolicy::Selectors,
+            );
             assert_eq!(ours, read_theirs(&bytes, &meta, Some(rows.clone())));
             assert_eq!(ours.num_rows(), 6_000);
             let reads = file.1.lock().unwrap().clone();
