@@ -1174,6 +1174,26 @@ mod tests {
         start..index.page_locations()[0].offset as u64
     }
 
+    /// `rows` of `bytes` read by [`reader`] in runs, checked against the crate's reader;
+    /// the reads made of the file, (start, length) each.
+    fn read_counted(
+        bytes: &Bytes,
+        meta: &ArrowReaderMetadata,
+        rows: &RowSelection,
+    ) -> Vec<(u64, usize)> {
+        let file = Counted(bytes.clone(), Arc::default());
+        let ours = read_ours(
+            &file,
+            meta,
+            Some(rows.clone()),
+            RowSelectionPolicy::Selectors,
+        );
+        assert_eq!(ours, read_theirs(bytes, meta, Some(rows.clone())));
+        assert!(ours.num_rows() > 0);
+        let reads = file.1.lock().unwrap().clone();
+        reads
+    }
+
     #[test]
     fn a_large_dictionary_page_is_fetched_only_as_far_as_the_pages_read_use_it() {
         let first = RowSelection::from(vec![RowSelector::select(1000), RowSelector::skip(59_000)]);
@@ -1184,20 +1204,12 @@ mod tests {
             let bytes = sorted_keys(version, codec);
             let meta = with_page_index(&bytes);
             for rows in [&first, &late] {
-                let file = Counted(bytes.clone(), Arc::default());
-                let ours = read_ours(
-                    &file,
-                    &meta,
-                    Some(rows.clone()),
-                    RowSelectionPolicy::Selectors,
-                );
-                assert_eq!(ours, read_theirs(&bytes, &meta, Some(rows.clone())));
+                let reads = read_counted(&bytes, &meta, rows);
                 if std::ptr::eq(rows, &late) {
                     // Entries from the middle of each dictionary: fetched as far as the
                     // guess or whole, and read as the crate reads them.
                     continue;
                 }
-                let reads = file.1.lock().unwrap().clone();
                 let mut cut = 0;
                 for leaf in 0..3 {
                     let page = dictionary_bytes(&meta, leaf);
@@ -1234,19 +1246,9 @@ mod tests {
         for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
             let bytes = written(&batch, version, Compression::ZSTD(ZstdLevel::default()));
             let meta = with_page_index(&bytes);
-            let file = Counted(bytes.clone(), Arc::default());
-            let ours = read_ours(
-                &file,
-                &meta,
-                Some(rows.clone()),
-                RowSelectionPolicy::Selectors,
-            );
-            assert_eq!(ours, read_theirs(&bytes, &meta, Some(rows.clone())));
+            let reads = read_counted(&bytes, &meta, &rows);
             let page = dictionary_bytes(&meta, 0);
-            let (len, read) = (
-                page.end - page.start,
-                bytes_in(&file.1.lock().unwrap(), &page),
-            );
+            let (len, read) = (page.end - page.start, bytes_in(&reads, &page));
             assert!(len >= FETCHED_IN_PART as u64, "{len}");
             assert!(read * 4 < len, "{version:?}: {read} of {len}");
         }
@@ -1269,16 +1271,7 @@ mod tests {
             let meta = with_page_index(&bytes);
             let page = dictionary_bytes(&meta, 0);
             assert!(page.end - page.start >= FETCHED_IN_PART as u64);
-            let file = Counted(bytes.clone(), Arc::default());
-            let ours = read_ours(
-                &file,
-                &meta,
-                Some(rows.clone()),
-                RowSelectionPolicy::Selectors,
-            );
-            assert_eq!(ours, read_theirs(&bytes, &meta, Some(rows.clone())));
-            assert_eq!(ours.num_rows(), 6_000);
-            let reads = file.1.lock().unwrap().clone();
+            let reads = read_counted(&bytes, &meta, &rows);
             // The head, a start that fell short, then the whole page.
             let head = (page.start, HEAD_BYTES);
             let whole = (page.start, (page.end - page.start) as usize);
