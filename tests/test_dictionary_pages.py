@@ -238,6 +238,16 @@ CUT_CASES = [
 ]
 
 
+def requested(scan: pqindex.Scan) -> list[tuple[int, int]]:
+    """The byte ranges a scan read from its file, from its `explain()`."""
+    ranges = []
+    for line in scan.explain().splitlines():
+        if line.endswith(" B)"):
+            start, end = line.split()[-3].split("-")
+            ranges.append((int(start), int(end)))
+    return ranges
+
+
 @pytest.mark.parametrize("where", CUT_CASES)
 def test_lookups_that_cut_dictionaries_match_duckdb(
     large_dictionary_file: Path, where: str, duckdb_con: Any
@@ -253,19 +263,9 @@ def test_lookups_that_cut_dictionaries_match_duckdb(
     # pages read before their dictionary are not fetched again.
     if "r =" not in where:
         assert scan.metrics()["pages_pruned"] > 0
-    requests = [line.split()[-3] for line in scan.explain().splitlines() if line.endswith(" B)")]
+    requests = requested(scan)
     assert requests
     assert len(requests) == len(set(requests)), requests
-
-
-def requested(scan: pqindex.Scan) -> list[tuple[int, int]]:
-    """The byte ranges a scan read from its file, from its `explain()`."""
-    ranges = []
-    for line in scan.explain().splitlines():
-        if line.endswith(" B)"):
-            start, end = line.split()[-3].split("-")
-            ranges.append((int(start), int(end)))
-    return ranges
 
 
 @pytest.mark.parametrize("where", ["k = 2", "k < 500", "s = 'customer#000000001'"])

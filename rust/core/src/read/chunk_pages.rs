@@ -184,7 +184,7 @@ pub(super) fn page_reader<F: ChunkReader + 'static>(
             let held = read.as_ref().map(|_| Held::default());
             // Its dictionary page, when large, is fetched only as far as the read uses it.
             let head = match (&read, &locations) {
-                (Some(_), Some(locations)) => DictionaryHead::of(chunk, locations),
+                (Some(read), Some(locations)) => DictionaryHead::of(chunk, locations, read.len()),
                 _ => None,
             };
             let ahead = read
@@ -362,14 +362,17 @@ fn sized_by_head(chunk: &ColumnChunkMetaData) -> bool {
 }
 
 impl DictionaryHead {
-    /// The dictionary page of `chunk`, whose data pages are at `locations`, if large
-    /// enough to be fetched in part.
-    fn of(chunk: &ColumnChunkMetaData, locations: &[PageLocation]) -> Option<Arc<Self>> {
+    /// The dictionary page of `chunk`, whose data pages are at `locations`, for a read of
+    /// `pages` of them, if it is to be fetched in part ([`dictionary_in_part`]).
+    fn of(
+        chunk: &ColumnChunkMetaData,
+        locations: &[PageLocation],
+        pages: usize,
+    ) -> Option<Arc<Self>> {
         let (start, _) = chunk.byte_range();
         let first = u64::try_from(locations.first()?.offset).ok()?;
         let len = usize::try_from(first.checked_sub(start)?).ok()?;
-        let sized = chunk.dictionary_page_offset().is_some() && sized_by_head(chunk);
-        (sized && len >= FETCHED_IN_PART).then(|| {
+        dictionary_in_part(chunk, pages, locations.len(), len as u64).then(|| {
             Arc::new(DictionaryHead {
                 start,
                 len,
@@ -379,7 +382,7 @@ impl DictionaryHead {
     }
 
     /// The header's length if only the head was handed over.
-    fn cut(&self) -> Option<usize> {
+    fn handed_over(&self) -> Option<usize> {
         *self.header.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -568,8 +571,10 @@ impl<F: ChunkReader> OwnPages<F> {
             return self.whole_dictionary(page);
         };
         // The body's length, of which `buf` may hold only the start.
-        let cut = self.head.as_ref().and_then(|h| Some((h.clone(), h.cut()?)));
-        let body_len = cut.as_ref().map_or(buf.len(), |(h, header)| h.len - header);
+        let partial = self.partial();
+        let body_len = partial
+            .as_ref()
+            .map_or(buf.len(), |(h, header)| h.len - header);
         let width = entry_width(&self.column);
         let all = *num_values as usize;
         // The dictionary's size: its entries' for fixed widths, else what the stream
@@ -577,7 +582,7 @@ impl<F: ChunkReader> OwnPages<F> {
         let size = match (self.codec, width) {
             (Compression::SNAPPY, _) => snappy_declared(buf, body_len)?,
             (_, Some(w)) => all.saturating_mul(w),
-            (_, None) if cut.is_none() => zstd_declared(buf).unwrap_or(0),
+            (_, None) if partial.is_none() => zstd_declared(buf).unwrap_or(0),
             (_, None) => 0,
         };
         let plain = matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY);
@@ -637,7 +642,7 @@ impl<F: ChunkReader> OwnPages<F> {
         // the page's ratio, and a quarter again; for Zstandard, whose compressed blocks
         // decode whole, up to the end of the block holding them. A guess that falls short
         // is an error of the decoder, and the whole body is decoded then.
-        let decoded = match &cut {
+        let decoded = match partial {
             Some((head, header)) => {
                 let upto = match self.codec {
                     Compression::ZSTD(_) => start.next_multiple_of(ZSTD_BLOCK).min(size),
@@ -647,11 +652,11 @@ impl<F: ChunkReader> OwnPages<F> {
                 let want = want.saturating_add(want / 4).saturating_add(HEAD_BYTES);
                 let part = match want < buf.len() {
                     true => buf.clone(),
-                    false => head.body(&*self.file, *header, want)?,
+                    false => head.body(&*self.file, header, want)?,
                 };
                 match self.dictionary_start(&part, &mut out[..start], first, size) {
                     Err(_) if part.len() < body_len => {
-                        let whole = head.body(&*self.file, *header, body_len)?;
+                        let whole = head.body(&*self.file, header, body_len)?;
                         self.dictionary_start(&whole, &mut out[..start], first, size)
                     }
                     decoded => decoded,
@@ -716,10 +721,16 @@ impl<F: ChunkReader> OwnPages<F> {
         })
     }
 
+    /// The dictionary page handed over as its head only, and the length of its header.
+    fn partial(&self) -> Option<(Arc<DictionaryHead>, usize)> {
+        let head = self.head.as_ref()?;
+        Some((head.clone(), head.handed_over()?))
+    }
+
     /// The dictionary page `page` (raw) decompressed whole: its body fetched whole first
     /// where only its head was handed over.
     fn whole_dictionary(&self, mut page: Page) -> Result<Page> {
-        if let Some((head, header)) = self.head.as_ref().and_then(|h| Some((h, h.cut()?))) {
+        if let Some((head, header)) = self.partial() {
             if let Page::DictionaryPage { buf, .. } = &mut page {
                 *buf = head.body(&*self.file, header, head.len - header)?;
             }

@@ -49,8 +49,8 @@ pub(crate) fn fetch_selected_pages(
         leaf: usize,
         dictionary: Range<u64>,
         pages: Vec<Range<u64>>,
-        fetched: bool,
-        in_part: bool,
+        /// Fetched after the pages' headers, where one of them uses it.
+        late: bool,
     }
     let mut ranges = Vec::new();
     // Ranges every piece of a unit reads alike: dictionary pages, and whole chunks where
@@ -82,8 +82,7 @@ pub(crate) fn fetch_selected_pages(
                 leaf,
                 dictionary,
                 pages,
-                fetched,
-                in_part,
+                late: !fetched && !in_part,
             });
         }
     }
@@ -105,7 +104,7 @@ pub(crate) fn fetch_selected_pages(
             });
         if !used {
             skipped.push(u.leaf);
-        } else if !u.fetched && !u.in_part {
+        } else if u.late {
             late.push(u.dictionary);
         }
     }
