@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING
 
+from pqindex._aggregate import aggregate
 from pqindex._errors import (
     FileChangedError,
     IndexWarning,
@@ -24,7 +25,6 @@ from pqindex._native import (
     FileMetadata,
     Scan,
     __version__,
-    aggregate,
     approx_distinct,
     clear_metadata_cache,
     metadata_cache_info,

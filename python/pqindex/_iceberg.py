@@ -259,23 +259,15 @@ def storage_options(table: Any) -> dict[str, str]:
     return out
 
 
-def scan(
+def _snapshot_args(
     table: Any,
-    where: str | None,
-    columns: Sequence[str] | None,
-    batch_size: int,
-    threads: int | None,
-    *,
     snapshot_id: int | None,
     timestamp_ms: int | None,
-    options: Mapping[str, Any] | None = None,
-    keys: Any = None,
-    on: Sequence[str] | None = None,
-    read_ahead: int | None = None,
-    string_view: bool = False,
-) -> Any:
-    """A pqindex scan of an Iceberg table's snapshot (see the module doc). The object
-    store is reached with the table's FileIO properties, ``options`` over them."""
+    options: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """What the core takes of a snapshot of ``table`` (its current one, ``snapshot_id``,
+    or the one current at ``timestamp_ms``): its files, schema, root, version, index
+    files, storage options and the key its converted files are kept under."""
     from pyiceberg.io.pyarrow import schema_to_pyarrow
 
     snapshot = _snapshot(table, snapshot_id, timestamp_ms)
@@ -293,24 +285,62 @@ def scan(
         files = _files_table(table, snapshot, schema)
         version = snapshot.snapshot_id
         cache_key = f"iceberg:{table.metadata.table_uuid}:{version}:{schema.schema_id}"
-    arrow_schema = schema_to_pyarrow(schema)
+    return {
+        "files": files,
+        "schema": schema_to_pyarrow(schema),
+        "root": _local(table.location()),
+        "version": version,
+        "index_files": index_files(table),
+        "storage_options": {**storage_options(table), **(options or {})} or None,
+        "cache_key": cache_key,
+    }
+
+
+def scan(
+    table: Any,
+    where: str | None,
+    columns: Sequence[str] | None,
+    batch_size: int,
+    threads: int | None,
+    *,
+    snapshot_id: int | None,
+    timestamp_ms: int | None,
+    options: Mapping[str, Any] | None = None,
+    keys: Any = None,
+    on: Sequence[str] | None = None,
+    read_ahead: int | None = None,
+    string_view: bool = False,
+) -> Any:
+    """A pqindex scan of an Iceberg table's snapshot (see the module doc). The object
+    store is reached with the table's FileIO properties, ``options`` over them."""
     return _native.scan_table(
-        files,
-        arrow_schema,
-        root=_local(table.location()),
-        version=version,
-        index_files=index_files(table),
+        **_snapshot_args(table, snapshot_id, timestamp_ms, options),
         where=where,
         columns=None if columns is None else list(columns),
         batch_size=batch_size,
         threads=threads,
-        storage_options={**storage_options(table), **(options or {})} or None,
         keys=keys,
         on=None if on is None else list(on),
-        cache_key=cache_key,
         read_ahead=read_ahead,
         string_view=string_view,
     )
+
+
+def aggregate(
+    table: Any,
+    select: str,
+    where: str | None,
+    *,
+    threads: int | None,
+    snapshot_id: int | None,
+    timestamp_ms: int | None,
+    options: Mapping[str, Any] | None = None,
+) -> Any:
+    """``pqindex.aggregate`` over an Iceberg table's snapshot: the rows a scan of it
+    holds."""
+    args = _snapshot_args(table, snapshot_id, timestamp_ms, options)
+    files, schema = args.pop("files"), args.pop("schema")
+    return _native.aggregate_table(files, schema, select, where, threads=threads, **args)
 
 
 def index_files(table: Any) -> list[str]:

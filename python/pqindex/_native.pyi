@@ -74,6 +74,22 @@ def aggregate(
     satisfying ``where``, answering from aggregates indexes where every row of a unit
     satisfies it and reading data pages only for the rest."""
 
+def aggregate_table(
+    files: _ArrowStream | _ArrowArray | None,
+    schema: object,
+    select: str,
+    where: str | None = None,
+    *,
+    root: str,
+    version: int,
+    index_files: Sequence[str] = (),
+    threads: int | None = None,
+    storage_options: StorageOptions | None = None,
+    cache_key: str | None = None,
+) -> Aggregation:
+    """``aggregate`` over a table snapshot planned elsewhere (an Iceberg table's): ``files``
+    and ``schema`` as ``scan_table`` takes them."""
+
 @final
 class Catalog:
     """A dataset's catalog (``<dataset>/_pqindex/``): per data file its identity, row

@@ -39,7 +39,7 @@ pub const METRIC_NAMES: &[&str] = plan::Metrics::NAMES;
 pub const READ_METRIC_NAMES: &[&str] = plan::Metrics::READING;
 
 pub use predicate::keys::KeySpec;
-pub use query::aggregate::{aggregate, AggregateOptions, Aggregation};
+pub use query::aggregate::{aggregate, aggregate_table, AggregateOptions, Aggregation};
 pub use query::parallel::default_threads;
 pub use query::scan::{Scan, ScanOptions};
 pub use query::stream::{read_ahead, set_read_ahead, ScanStream, DEFAULT_READ_AHEAD};

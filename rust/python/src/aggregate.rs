@@ -8,12 +8,17 @@ use pyo3::types::{PyCapsule, PyDict};
 use pyo3_arrow::ffi::to_schema_pycapsule;
 
 use pqindex_core::global_cache;
-use pqindex_core::{aggregate as core_aggregate, AggregateOptions, Aggregation};
+use pqindex_core::{
+    aggregate as core_aggregate, aggregate_table as core_aggregate_table, AggregateOptions,
+    Aggregation,
+};
+use pyo3_arrow::input::AnyRecordBatch;
 
 use crate::arrow_stream::stream_capsule;
 use crate::error::IntoPyResult;
 use crate::report::{metrics_dict, warn_skipped_indexes};
 use crate::runtime::run_blocking;
+use crate::scan::table_snapshot;
 use crate::source::{configure_storage, Source, StorageOptions};
 
 /// The one-row answer of `aggregate`, with how it was obtained.
@@ -98,6 +103,47 @@ pub fn aggregate(
     let paths = source.0;
     let a = run_blocking(py, move |cancel| {
         core_aggregate(&paths, &opts, global_cache(), cancel)
+    })?
+    .py()?;
+    warn_skipped_indexes(py, &a.warnings)?;
+    Ok(PyAggregation { inner: Arc::new(a) })
+}
+
+/// [`aggregate`] over a table snapshot planned elsewhere (an Iceberg table's, from its
+/// manifests): `files` and `schema` as `scan_table` takes them.
+#[pyfunction]
+#[pyo3(signature = (files, schema, select, r#where=None, *, root, version, index_files=Vec::new(), threads=None, storage_options=None, cache_key=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn aggregate_table(
+    py: Python<'_>,
+    files: Option<AnyRecordBatch>,
+    schema: pyo3_arrow::PySchema,
+    select: String,
+    r#where: Option<String>,
+    root: String,
+    version: i64,
+    index_files: Vec<String>,
+    threads: Option<usize>,
+    storage_options: Option<StorageOptions>,
+    cache_key: Option<String>,
+) -> PyResult<PyAggregation> {
+    let snapshot = table_snapshot(
+        files,
+        schema,
+        root,
+        version,
+        index_files,
+        cache_key,
+        storage_options.as_ref(),
+    )?;
+    let opts = AggregateOptions {
+        select,
+        predicate: r#where,
+        threads: threads.unwrap_or_else(pqindex_core::default_threads),
+        now_ns: None,
+    };
+    let a = run_blocking(py, move |cancel| {
+        core_aggregate_table(Arc::new(snapshot), &opts, global_cache(), cancel)
     })?
     .py()?;
     warn_skipped_indexes(py, &a.warnings)?;

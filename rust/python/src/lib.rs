@@ -34,6 +34,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(catalog::catalog_rows, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::write_catalog, m)?)?;
     m.add_function(wrap_pyfunction!(aggregate::aggregate, m)?)?;
+    m.add_function(wrap_pyfunction!(aggregate::aggregate_table, m)?)?;
     m.add_function(wrap_pyfunction!(scan::scan, m)?)?;
     m.add_function(wrap_pyfunction!(index::recover, m)?)?;
     m.add_function(wrap_pyfunction!(scan::scan_table, m)?)?;

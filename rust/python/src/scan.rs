@@ -10,7 +10,9 @@ use pyo3::types::{PyCapsule, PyDict};
 use pyo3_arrow::ffi::to_schema_pycapsule;
 use pyo3_arrow::input::AnyRecordBatch;
 
-use pqindex_core::{global_cache, Catalog, Error, KeySpec, Scan, ScanOptions, TableOptions};
+use pqindex_core::{
+    global_cache, Catalog, Error, KeySpec, Scan, ScanOptions, TableOptions, TableSnapshot,
+};
 
 use crate::arrow_stream::{arrow_to_core, stream_capsule};
 use crate::error::IntoPyResult;
@@ -310,6 +312,46 @@ pub fn scan_table(
     string_view: bool,
 ) -> PyResult<PyScan> {
     let keys = key_spec(keys, on)?;
+    let snapshot = table_snapshot(
+        files,
+        schema,
+        root,
+        version,
+        index_files,
+        cache_key,
+        storage_options.as_ref(),
+    )?;
+    let opts = ScanOptions {
+        predicate: r#where,
+        columns,
+        batch_size,
+        threads: threads.unwrap_or_else(pqindex_core::default_threads),
+        keys,
+        read_ahead,
+        string_view,
+        ..Default::default()
+    };
+    let planned = run_blocking(py, move |cancel| {
+        Scan::plan_table(std::sync::Arc::new(snapshot), &opts, global_cache(), cancel)
+    })?
+    .py()?;
+    warn_skipped_indexes(py, planned.warnings())?;
+    Ok(PyScan::new(planned))
+}
+
+/// The snapshot of a table planned elsewhere (an Iceberg table's, from its manifests):
+/// `files` one row per data file (see `table::files`), `schema` the table's columns with
+/// their field ids, converted once per process under `cache_key`; the storage of its
+/// files is configured with `storage_options`.
+pub(crate) fn table_snapshot(
+    files: Option<AnyRecordBatch>,
+    schema: pyo3_arrow::PySchema,
+    root: String,
+    version: i64,
+    index_files: Vec<String>,
+    cache_key: Option<String>,
+    storage_options: Option<&StorageOptions>,
+) -> PyResult<TableSnapshot> {
     let batches = move || match files {
         Some(f) => f
             .into_reader()
@@ -334,24 +376,9 @@ pub fn scan_table(
         let mut urls = vec![snapshot.root.clone()];
         urls.extend(snapshot.files.iter().map(|f| f.path.clone()));
         urls.extend(snapshot.index_files.iter().cloned());
-        configure_storage(&urls, storage_options.as_ref())?;
+        configure_storage(&urls, storage_options)?;
     }
-    let opts = ScanOptions {
-        predicate: r#where,
-        columns,
-        batch_size,
-        threads: threads.unwrap_or_else(pqindex_core::default_threads),
-        keys,
-        read_ahead,
-        string_view,
-        ..Default::default()
-    };
-    let planned = run_blocking(py, move |cancel| {
-        Scan::plan_table(std::sync::Arc::new(snapshot), &opts, global_cache(), cancel)
-    })?
-    .py()?;
-    warn_skipped_indexes(py, planned.warnings())?;
-    Ok(PyScan::new(planned))
+    Ok(snapshot)
 }
 
 /// The keys of a semi join: `keys`' columns, in `on`'s order (one per key column).

@@ -35,8 +35,9 @@ use crate::predicate::Column;
 use crate::prune::certain::certain_ranges;
 use crate::prune::page_index::ColumnIndexes;
 use crate::query::scan::{Scan, ScanOptions};
+use crate::table::TableSnapshot;
 use acc::{sum_unsupported, summable, ColumnAcc, Needs};
-use select::{parse_select, Func};
+use select::{parse_select, Call, Func};
 
 /// What to aggregate over which rows.
 #[derive(Debug, Clone, Default)]
@@ -115,8 +116,27 @@ pub fn aggregate(
     cancel: &AtomicBool,
 ) -> Result<Aggregation> {
     let calls = parse_select(&opts.select)?;
+    let scan = Scan::plan(paths, &scan_options(opts, &calls)?, cache, cancel)?;
+    aggregate_planned(scan, &calls, cancel)
+}
+
+/// [`aggregate`] over a table snapshot planned elsewhere (an Iceberg table's, from its
+/// manifests): its files, deleted rows and column mapping are the scan's.
+pub fn aggregate_table(
+    snapshot: Arc<TableSnapshot>,
+    opts: &AggregateOptions,
+    cache: &MetadataCache,
+    cancel: &AtomicBool,
+) -> Result<Aggregation> {
+    let calls = parse_select(&opts.select)?;
+    let scan = Scan::plan_table(snapshot, &scan_options(opts, &calls)?, cache, cancel)?;
+    aggregate_planned(scan, &calls, cancel)
+}
+
+/// The scan that plans an aggregation: the select list's columns, the rows `where` keeps.
+fn scan_options(opts: &AggregateOptions, calls: &[Call]) -> Result<ScanOptions> {
     let mut roots: Vec<String> = Vec::new();
-    for c in &calls {
+    for c in calls {
         if let Some(path) = &c.column {
             if path.len() > 1 {
                 return Err(Error::unsupported(format!(
@@ -129,20 +149,23 @@ pub fn aggregate(
             }
         }
     }
-    let scan_opts = ScanOptions {
+    Ok(ScanOptions {
         predicate: opts.predicate.clone(),
-        columns: Some(roots.clone()),
+        columns: Some(roots),
         threads: opts.threads,
         now_ns: opts.now_ns,
         ..Default::default()
-    };
-    let scan = Scan::plan(paths, &scan_opts, cache, cancel)?;
+    })
+}
+
+/// `calls` over the rows `scan` planned.
+fn aggregate_planned(scan: Scan, calls: &[Call], cancel: &AtomicBool) -> Result<Aggregation> {
     let bind_schema = scan.binding.bind_schema();
 
     // Bind each call's column; one group per column.
     let mut groups: Vec<Group> = Vec::new();
     let mut call_group: Vec<Option<usize>> = Vec::new();
-    for c in &calls {
+    for c in calls {
         let Some(path) = &c.column else {
             call_group.push(None);
             continue;

@@ -1,0 +1,46 @@
+"""``pqindex.aggregate``: count, min, max, sum and avg over the rows a predicate keeps, of
+loose Parquet files, a Delta table's directory, or an Iceberg table (a pyiceberg
+``Table``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pqindex import _native
+
+if TYPE_CHECKING:
+    from pqindex._native import Aggregation, StorageOptions
+
+
+def aggregate(
+    source: Any,
+    select: str,
+    where: str | None = None,
+    *,
+    threads: int | None = None,
+    storage_options: StorageOptions | None = None,
+) -> Aggregation:
+    """Compute ``select`` (count(*), count, min, max, sum, avg) over the rows of ``source``
+    satisfying ``where``, answering from aggregates indexes where every row of a unit
+    satisfies it and reading data pages only for the rest.
+
+    ``source`` is what ``scan`` takes: Parquet files or a directory of them, the directory
+    of a Delta table (its latest version), or a pyiceberg ``Table`` (its current
+    snapshot). A table's rows are the ones a scan of it returns: its deletes applied, its
+    columns under their current names.
+    """
+    from pqindex import _iceberg
+
+    if _iceberg.is_table(source):
+        return _iceberg.aggregate(  # type: ignore[no-any-return]
+            source,
+            select,
+            where,
+            threads=threads,
+            snapshot_id=None,
+            timestamp_ms=None,
+            options=storage_options,
+        )
+    return _native.aggregate(
+        source, select, where, threads=threads, storage_options=storage_options
+    )
