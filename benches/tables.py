@@ -489,17 +489,11 @@ class Pqindex(Engine):
 
         def run() -> Run:
             metrics: dict[str, Any]
-            if query.count and self.layout.format == "delta":
+            if query.count:
                 with Meter() as m:
                     agg = pqindex.aggregate(self.source, "count(*)", where=where)
                     n = agg.to_arrow().column(0)[0].as_py()
                 metrics = dict(agg.metrics())
-                return Run(m.seconds, count_table(n), int(metrics["bytes_read"]), m.read, metrics)
-            if query.count:  # aggregate takes paths only: count a scan of no columns
-                with Meter() as m:
-                    scan = pqindex.scan(self.source, where=where, columns=[])
-                    n = scan.to_arrow().num_rows
-                metrics = dict(scan.metrics())
                 return Run(m.seconds, count_table(n), int(metrics["bytes_read"]), m.read, metrics)
             with Meter() as m:
                 scan = pqindex.scan(self.source, where=where)

@@ -246,6 +246,20 @@ def alter_columns(
     return _commit(table, version + 1, actions)
 
 
+def drop_stats(table: Path, path: str) -> int:
+    """A commit that adds ``path`` again without its statistics, as writers that keep none
+    leave it (the newest add of a path is the one that counts). Returns the new version."""
+    version, adds, _, _ = _log(table)
+    now = int(time.time() * 1000)
+    add = {k: v for k, v in adds[path].items() if v is not None and k != "stats"}
+    add.update(modificationTime=now, dataChange=False)
+    actions = [
+        {"commitInfo": {"timestamp": now, "operation": "DROP STATS"}},
+        {"add": add},
+    ]
+    return _commit(table, version + 1, actions)
+
+
 def require_reader_feature(table: Path, feature: str) -> int:
     """A commit whose protocol asks readers for ``feature``."""
     version, _, proto, _ = _log(table)

@@ -25,6 +25,7 @@ from delta_tables import (  # noqa: E402
     add_deletion_vectors,
     add_paths,
     alter_columns,
+    drop_stats,
     require_reader_feature,
 )
 
@@ -217,6 +218,35 @@ def test_deleted_rows_are_never_read(with_dvs: Path) -> None:
     scan = pqindex.scan(str(with_dvs), where="id = 1000")
     assert scan.to_arrow().num_rows == 0
     assert scan.metrics()["rows_deleted"] == 1
+
+
+@pytest.mark.parametrize("fixture", ["evolving", "with_dvs", "mapped"])
+def test_a_tables_count_comes_from_its_log(fixture: str, request: pytest.FixtureRequest) -> None:
+    """``count(*)`` of a whole table is the log's record counts less the rows its deletion
+    vectors remove, with no data file opened; a predicate or another aggregate reads."""
+    path: Path = request.getfixturevalue(fixture)
+    ref = referee(path)
+    agg = pqindex.aggregate(str(path), "count(*), count(*) AS n")
+    assert pa.table(agg).to_pylist() == [{"count(*)": ref.num_rows, "n": ref.num_rows}]
+    m = agg.metrics()
+    assert m["rows_from_metadata"] == ref.num_rows
+    assert m["files_opened"] == 0 and m["bytes_read"] == 0
+    assert "record counts of" in agg.explain()
+    for select, where in [("count(*)", "id >= 100"), ("count(*), max(id)", None)]:
+        read = pqindex.aggregate(str(path), select, where)
+        assert read.metrics()["rows_from_metadata"] == 0
+        assert pa.table(read).column(0)[0].as_py() == len(rows(ref, where, ["id"]))
+
+
+def test_a_file_without_a_record_count_is_counted_by_reading(tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    for i in range(2):
+        write(path, batch(i * 1000, 1000), mode="append" if i else "error")
+    add_deletion_vectors(path, {add_paths(path)[0]: [3, 4, 5]})
+    drop_stats(path, add_paths(path)[1])
+    agg = pqindex.aggregate(str(path), "count(*)")
+    assert pa.table(agg).column(0)[0].as_py() == referee(path).num_rows == 1997
+    assert agg.metrics()["rows_from_metadata"] == 0
 
 
 @pytest.mark.parametrize("storage", ["u", "p"])

@@ -218,6 +218,20 @@ def test_aggregates_count_the_snapshots_rows(
     assert list(got[0].values()) == list(want.fetchone()), where
 
 
+@pytest.mark.parametrize("fixture", ["plain", "evolved"])
+def test_a_snapshots_count_comes_from_its_manifests(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    """``count(*)`` of a whole snapshot: its files' record counts less their position
+    deletes, no data file opened."""
+    table = request.getfixturevalue(fixture)
+    agg = pqindex.aggregate(table, "count(*)")
+    want = table.scan().to_arrow().num_rows
+    assert pa.table(agg).to_pylist() == [{"count(*)": want}]
+    assert agg.metrics()["rows_from_metadata"] == want
+    assert agg.metrics()["files_opened"] == 0
+
+
 def test_aggregates_of_an_empty_table_count_nothing(tmp_path: Path) -> None:
     t = catalog(tmp_path).create_table("db.t", schema=batch(0, 1).schema)
     got = pa.table(pqindex.aggregate(t, "count(*), min(id), sum(u)")).to_pylist()

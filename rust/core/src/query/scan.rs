@@ -138,6 +138,13 @@ struct Sources<'a> {
     warmed: (u64, u64),
 }
 
+/// What a scan of paths reads (see [`Scan::source`]).
+pub(crate) enum ScanSource {
+    /// A Delta table's snapshot, and the I/O its listing took.
+    Table(Arc<TableSnapshot>, Arc<IoStats>),
+    Files(crate::source::listing::Listing),
+}
+
 /// A table snapshot's evidence and column mapping.
 struct TableParts {
     stats: TableStats,
@@ -155,13 +162,20 @@ impl Scan {
         cancel: &AtomicBool,
     ) -> Result<Scan> {
         opts.check()?;
+        let source = Self::source(paths, opts)?;
+        Self::plan_source(paths, source, opts, cache, cancel)
+    }
+
+    /// What a scan of `paths` reads: the snapshot of the Delta table they name, or the
+    /// loose files listed.
+    pub(crate) fn source(paths: &[String], opts: &ScanOptions) -> Result<ScanSource> {
         let listing = list_source_or_table(paths)?;
         match listing.table {
             Some(TableFormat::Delta) => {
                 let snapshot = crate::table::delta::snapshot(&paths[0], &opts.table)?;
                 let io = Arc::new(IoStats::default());
                 io.record_listing(listing.requests);
-                Self::plan_table_with(Arc::new(snapshot), opts, cache, cancel, io)
+                Ok(ScanSource::Table(Arc::new(snapshot), io))
             }
             Some(TableFormat::Iceberg) => Err(Error::Unsupported(format!(
                 "{} is an Iceberg table: pass pqindex.scan the pyiceberg Table (catalog.load_table(...)) so that its snapshot is planned from its manifests",
@@ -174,8 +188,24 @@ impl Scan {
                         paths[0]
                     )));
                 }
-                Self::plan_files(paths, listing, opts, cache, cancel)
+                Ok(ScanSource::Files(listing))
             }
+        }
+    }
+
+    /// Plan a scan of `source`, found for `paths` by [`Scan::source`].
+    pub(crate) fn plan_source(
+        paths: &[String],
+        source: ScanSource,
+        opts: &ScanOptions,
+        cache: &MetadataCache,
+        cancel: &AtomicBool,
+    ) -> Result<Scan> {
+        match source {
+            ScanSource::Table(snapshot, io) => {
+                Self::plan_table_with(snapshot, opts, cache, cancel, io)
+            }
+            ScanSource::Files(listing) => Self::plan_files(paths, listing, opts, cache, cancel),
         }
     }
 

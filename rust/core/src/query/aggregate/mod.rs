@@ -10,6 +10,7 @@
 //! line up), so a row the index answers for one column may be read for another.
 
 pub mod acc;
+pub mod metadata;
 pub mod select;
 
 use std::collections::HashMap;
@@ -26,6 +27,7 @@ use crate::index::evidence::FileIndexes;
 use crate::index::locator::{locators, Granularity};
 use crate::index::registry;
 use crate::index::span::{check_spans, WHOLE_FILE};
+use crate::io::IoStats;
 use crate::metadata::footer_start;
 use crate::metadata::schema::leaves_named;
 use crate::metadata::MetadataCache;
@@ -34,9 +36,10 @@ use crate::predicate::bind::bind_column;
 use crate::predicate::Column;
 use crate::prune::certain::certain_ranges;
 use crate::prune::page_index::ColumnIndexes;
-use crate::query::scan::{Scan, ScanOptions};
+use crate::query::scan::{Scan, ScanOptions, ScanSource};
 use crate::table::TableSnapshot;
 use acc::{sum_unsupported, summable, ColumnAcc, Needs};
+use metadata::{counted, MetadataCount};
 use select::{parse_select, Call, Func};
 
 /// What to aggregate over which rows.
@@ -58,6 +61,8 @@ pub struct Aggregation {
     pub columns: Vec<ColumnReport>,
     pub indexes_read: u64,
     pub warnings: Vec<String>,
+    /// Set when `count(*)` was answered from a table's metadata, no file opened.
+    pub from_metadata: Option<MetadataCount>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -77,12 +82,21 @@ impl Aggregation {
         m.push(("units_from_index", sum(|c| c.units_from_index)));
         m.push(("rows_to_read", sum(|c| c.rows_to_read)));
         m.push(("aggregate_indexes_read", self.indexes_read));
+        let counted = self.from_metadata.unwrap_or_default();
+        m.push(("rows_from_metadata", counted.rows));
         m
     }
 
     pub fn explain(&self) -> String {
         let mut s = self.scan.explain();
         let _ = writeln!(s, "aggregates");
+        if let Some(c) = &self.from_metadata {
+            let _ = writeln!(
+                s,
+                "  *: {} rows from the record counts of {} files in the table's metadata, {} deleted rows left out",
+                c.rows, c.files, c.deleted
+            );
+        }
         for c in &self.columns {
             let _ = writeln!(
                 s,
@@ -116,7 +130,15 @@ pub fn aggregate(
     cancel: &AtomicBool,
 ) -> Result<Aggregation> {
     let calls = parse_select(&opts.select)?;
-    let scan = Scan::plan(paths, &scan_options(opts, &calls)?, cache, cancel)?;
+    let scan_opts = scan_options(opts, &calls)?;
+    scan_opts.check()?;
+    let source = Scan::source(paths, &scan_opts)?;
+    if let ScanSource::Table(snapshot, io) = &source {
+        if let Some(a) = counted(snapshot, io.clone(), &calls, &scan_opts, cache, cancel)? {
+            return Ok(a);
+        }
+    }
+    let scan = Scan::plan_source(paths, source, &scan_opts, cache, cancel)?;
     aggregate_planned(scan, &calls, cancel)
 }
 
@@ -129,7 +151,13 @@ pub fn aggregate_table(
     cancel: &AtomicBool,
 ) -> Result<Aggregation> {
     let calls = parse_select(&opts.select)?;
-    let scan = Scan::plan_table(snapshot, &scan_options(opts, &calls)?, cache, cancel)?;
+    let scan_opts = scan_options(opts, &calls)?;
+    scan_opts.check()?;
+    let io = Arc::new(IoStats::default());
+    if let Some(a) = counted(&snapshot, io, &calls, &scan_opts, cache, cancel)? {
+        return Ok(a);
+    }
+    let scan = Scan::plan_table(snapshot, &scan_opts, cache, cancel)?;
     aggregate_planned(scan, &calls, cancel)
 }
 
@@ -367,6 +395,7 @@ fn aggregate_planned(scan: Scan, calls: &[Call], cancel: &AtomicBool) -> Result<
         scan,
         indexes_read,
         warnings: warnings_all,
+        from_metadata: None,
     })
 }
 
