@@ -117,6 +117,19 @@ pub fn expand(dict: &DictionaryArray<Int32Type>) -> Result<ArrayRef, ArrowError>
     let keys = dict.keys();
     let nulls = keys.nulls();
     let slots = keys.values();
+    let longest = lens.iter().copied().max().unwrap_or(0);
+    if nulls.is_none() && longest <= SHORT {
+        if let Some(room) = slots.len().checked_mul(longest) {
+            if room < i32::MAX as usize {
+                // The narrowest move that holds every value: fewer bytes stored per row.
+                return match longest {
+                    0..=8 => expand_short::<8>(values, &lens, slots, room),
+                    9..=16 => expand_short::<16>(values, &lens, slots, room),
+                    _ => expand_short::<SHORT>(values, &lens, slots, room),
+                };
+            }
+        }
+    }
     // Keys in range, checked at once where every slot is valid (NULL slots may hold any
     // key: they are never looked up).
     let in_range = |k: i32| (k as u32 as usize) < lens.len();
@@ -129,44 +142,34 @@ pub fn expand(dict: &DictionaryArray<Int32Type>) -> Result<ArrayRef, ArrowError>
             .enumerate()
             .find(|&(i, &k)| !in_range(k) && nulls.is_none_or(|n| n.is_valid(i))),
     };
-    if let Some((_, k)) = bad {
-        return Err(ArrowError::InvalidArgumentError(format!(
-            "dictionary key {k} out of range"
-        )));
-    }
-    let longest = lens.iter().copied().max().unwrap_or(0);
-    if nulls.is_none() && longest <= SHORT {
-        if let Some(room) = slots.len().checked_mul(longest) {
-            if room < i32::MAX as usize {
-                // The narrowest move that holds every value: fewer bytes stored per row.
-                return Ok(match longest {
-                    0..=8 => expand_short::<8>(values, &lens, slots, room),
-                    9..=16 => expand_short::<16>(values, &lens, slots, room),
-                    _ => expand_short::<SHORT>(values, &lens, slots, room),
-                });
-            }
-        }
+    if let Some((_, &k)) = bad {
+        return Err(out_of_range(k));
     }
     // Each row's end in the output; a NULL row is empty whatever its key slot holds. (The
-    // running total stays a local: captured by a closure it would live in memory.)
-    let mut offsets = vec![0i32; keys.len() + 1];
+    // running total stays a local: captured by a closure it would live in memory.) Written
+    // through the spare capacity, as in `expand_short`: nothing is zeroed first.
+    let mut offsets: Vec<i32> = Vec::with_capacity(slots.len() + 1);
+    let ends = &mut offsets.spare_capacity_mut()[..slots.len() + 1];
+    ends[0].write(0);
     let mut total = 0usize;
     match nulls {
         None => {
-            for (end, &k) in offsets[1..].iter_mut().zip(slots) {
+            for (end, &k) in ends[1..].iter_mut().zip(slots) {
                 total += lens[k as usize];
-                *end = total as i32;
+                end.write(total as i32);
             }
         }
         Some(n) => {
-            for (i, (end, &k)) in offsets[1..].iter_mut().zip(slots).enumerate() {
+            for (i, (end, &k)) in ends[1..].iter_mut().zip(slots).enumerate() {
                 if n.is_valid(i) {
                     total += lens[k as usize];
                 }
-                *end = total as i32;
+                end.write(total as i32);
             }
         }
     }
+    // SAFETY: the first offset and one per slot were written above.
+    unsafe { offsets.set_len(slots.len() + 1) };
     if i32::try_from(total).is_err() {
         return Err(ArrowError::InvalidArgumentError(
             "strings past 2 GiB in one batch".into(),
@@ -179,7 +182,8 @@ pub fn expand(dict: &DictionaryArray<Int32Type>) -> Result<ArrayRef, ArrowError>
         .iter()
         .map(|&o| o as usize - base)
         .collect();
-    let mut out = vec![0u8; total + SHORT];
+    let mut out: Vec<u8> = Vec::with_capacity(total + SHORT);
+    let into = out.as_mut_ptr();
     for (i, &k) in slots.iter().enumerate() {
         let (at, end) = (offsets[i] as usize, offsets[i + 1] as usize);
         if at == end {
@@ -188,48 +192,77 @@ pub fn expand(dict: &DictionaryArray<Int32Type>) -> Result<ArrayRef, ArrowError>
         // A row with bytes is valid, and its key was checked above.
         let from = starts[k as usize];
         if end - at <= SHORT {
-            // Both sides as arrays: a move of a size known when compiling, not a call.
-            let short: &[u8; SHORT] = source[from..from + SHORT].try_into().expect("SHORT bytes");
-            let into: &mut [u8; SHORT] =
-                (&mut out[at..at + SHORT]).try_into().expect("SHORT bytes");
-            *into = *short;
+            // A move of a size known when compiling, not a call.
+            let short: [u8; SHORT] = source[from..from + SHORT].try_into().expect("SHORT bytes");
+            // SAFETY: `at <= total`, so the `SHORT` bytes end within the `total + SHORT`
+            // allocated; the pointer is to bytes (alignment 1).
+            unsafe { into.add(at).cast::<[u8; SHORT]>().write_unaligned(short) };
         } else {
-            out[at..end].copy_from_slice(&source[from..from + end - at]);
+            let value = &source[from..from + end - at];
+            // SAFETY: `at..end` lies within `0..total`, allocated; `source` is another
+            // allocation.
+            unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), into.add(at), end - at) };
         }
     }
-    out.truncate(total);
+    // SAFETY: the rows with bytes tile `0..total` (each row's bytes are its offsets'
+    // span), and each was written above.
+    unsafe { out.set_len(total) };
     Ok(strings(offsets, out, nulls.cloned()))
 }
 
 /// [`expand`] where no key is NULL and no value is longer than `W` bytes: one pass, each
-/// value a fixed move of `W` bytes out of a table of the dictionary's values; `room` is the
-/// most bytes the values can take.
+/// value a fixed move of `W` bytes out of a table of the dictionary's values, its key
+/// checked as it is looked up; `room` is the most bytes the values can take.
+///
+/// Neither output is zeroed first: each offset is written once, and the bytes up to the
+/// last value's end by the moves (a move's bytes past its value are overwritten by the
+/// next, or fall past the end kept).
 fn expand_short<const W: usize>(
     values: &StringArray,
     lens: &[usize],
     slots: &[i32],
     room: usize,
-) -> ArrayRef {
-    let table: Vec<[u8; W]> = (0..values.len())
+) -> Result<ArrayRef, ArrowError> {
+    // Each value padded to `W` bytes, beside its length.
+    let table: Vec<([u8; W], usize)> = (0..values.len())
         .map(|k| {
             let mut v = [0u8; W];
             v[..lens[k]].copy_from_slice(values.value(k).as_bytes());
-            v
+            (v, lens[k])
         })
         .collect();
-    let mut out = vec![0u8; room + W];
-    let mut offsets = vec![0i32; slots.len() + 1];
+    let mut out: Vec<u8> = Vec::with_capacity(room + W);
+    let mut offsets: Vec<i32> = Vec::with_capacity(slots.len() + 1);
+    // Written through the spare capacity, not pushed: a push keeps the length in memory
+    // and checks it against the capacity on every row.
+    let ends = &mut offsets.spare_capacity_mut()[..slots.len() + 1];
+    ends[0].write(0);
+    let into = out.as_mut_ptr();
     let mut end = 0usize;
-    for (offset, &k) in offsets[1..].iter_mut().zip(slots) {
-        // Keys were checked to be in range.
-        let k = k as usize;
-        let into: &mut [u8; W] = (&mut out[end..end + W]).try_into().expect("W bytes");
-        *into = table[k];
-        end += lens[k];
-        *offset = end as i32;
+    for (slot, &key) in ends[1..].iter_mut().zip(slots) {
+        // A negative key is a large one as u32: out of the table too.
+        let Some(&(value, len)) = table.get(key as u32 as usize) else {
+            return Err(out_of_range(key));
+        };
+        // SAFETY: `end` is the sum of the lengths written so far, each at most the longest
+        // value, so `end <= slots.len() * longest = room` and the move's `W` bytes end
+        // within the `room + W` allocated. The pointer is to bytes (alignment 1).
+        unsafe { into.add(end).cast::<[u8; W]>().write_unaligned(value) };
+        end += len;
+        slot.write(end as i32);
     }
-    out.truncate(end);
-    strings(offsets, out, None)
+    // SAFETY: the first offset and one per slot were written above; every byte below
+    // `end` was written by the moves (each writes at least its value's bytes, and the
+    // values' bytes tile `0..end`).
+    unsafe {
+        offsets.set_len(slots.len() + 1);
+        out.set_len(end);
+    }
+    Ok(strings(offsets, out, None))
+}
+
+fn out_of_range(k: i32) -> ArrowError {
+    ArrowError::InvalidArgumentError(format!("dictionary key {k} out of range"))
 }
 
 /// The string array of `offsets` into `bytes`, each step one whole value of a dictionary
@@ -311,6 +344,35 @@ mod tests {
             )
         };
         assert!(expand(&unchecked).is_err());
+    }
+
+    #[test]
+    fn many_rows_of_every_length_with_and_without_nulls_equal_arrows_cast() {
+        // Values of 0 to 40 bytes (both sides of each move width), keys spread by a simple
+        // generator, every 7th row NULL in the second pass.
+        let owned: Vec<String> = (0..41)
+            .map(|n| "é".repeat(n / 2) + &"v".repeat(n % 2))
+            .collect();
+        let values = StringArray::from(owned.iter().map(String::as_str).collect::<Vec<_>>());
+        let mut state = 17u32;
+        let keys: Vec<i32> = (0..10_000)
+            .map(|_| {
+                state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                (state >> 16) as i32 % 41
+            })
+            .collect();
+        let with_nulls: Vec<Option<i32>> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (i % 7 != 0).then_some(k))
+            .collect();
+        for keys in [Int32Array::from(keys), Int32Array::from(with_nulls)] {
+            let dict = DictionaryArray::new(keys, Arc::new(values.clone()));
+            for d in [dict.clone(), dict.slice(5, 6_000)] {
+                let theirs = arrow_cast::cast(&d, &DataType::Utf8).unwrap();
+                assert_eq!(expand(&d).unwrap().as_ref(), theirs.as_ref());
+            }
+        }
     }
 
     #[test]
