@@ -4,7 +4,8 @@
 //! the predicate certainly holds (`prune::certain`) need not be read wherever a column's
 //! aggregates index has a unit lying wholly inside them: the unit's exact count, bounds and
 //! sum are the answer for its rows. Only the remaining rows are read, filtered and folded
-//! in. `count(*)` alone needs no index: the certain rows are counted, not read.
+//! in. `count(*)` alone needs no index: the certain rows are counted, not read; of a whole
+//! table it needs no file either ([`metadata`]).
 //!
 //! Each aggregated column is answered on its own (the units of different columns do not
 //! line up), so a row the index answers for one column may be read for another.
