@@ -21,7 +21,7 @@ use parquet::errors::{ParquetError, Result};
 
 /// Fill all of `out` with the start of the stream `body` decompresses to. The stream's
 /// declared length must be at least `out.len()` (the caller has checked it with
-/// [`super::page_codec::snappy_len`]).
+/// `page_codec::snappy_len`).
 pub fn snappy_prefix(body: &[u8], out: &mut [u8]) -> Result<()> {
     let mut input = Input { body, pos: 0 };
     // The declared length: already checked, skipped here.

@@ -2,7 +2,7 @@
 //! its manifests with pyiceberg) reaches the core.
 //!
 //! Columns: `path` (utf8), `size` (int64), `records` (int64, nullable), `deleted`
-//! (list<int64>: positions deleted from the file, nullable), `identity` (list<utf8>: the
+//! (`list<int64>`: positions deleted from the file, nullable), `identity` (`list<utf8>`: the
 //! table columns the file's partition holds by identity, nullable), and per leaf column of the
 //! table `min:<dotted logical name>`, `max:<...>` (in the column's type) and `nulls:<...>`
 //! (int64), each optional.
