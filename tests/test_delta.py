@@ -238,6 +238,21 @@ def test_a_tables_count_comes_from_its_log(fixture: str, request: pytest.Fixture
         assert pa.table(read).column(0)[0].as_py() == len(rows(ref, where, ["id"]))
 
 
+def test_aggregates_read_the_version_asked(with_dvs: Path) -> None:
+    """``aggregate`` at each version, from the log or by reading, is that version's rows;
+    ``snapshot_id`` belongs to Iceberg."""
+    latest = deltalake.DeltaTable(str(with_dvs)).version()
+    for version in range(latest + 1):
+        ref = referee(with_dvs, version)
+        for where in (None, "u < 5000"):
+            agg = pqindex.aggregate(str(with_dvs), "count(*), max(id)", where, version=version)
+            want = rows(ref, where, ["id"])
+            got = pa.table(agg).to_pylist()[0]
+            assert got == {"count(*)": len(want), "max(id)": max(want)[0]}, (version, where)
+    with pytest.raises(pqindex.InvalidArgumentError, match="Iceberg"):
+        pqindex.aggregate(str(with_dvs), "count(*)", snapshot_id=1)
+
+
 def test_a_file_without_a_record_count_is_counted_by_reading(tmp_path: Path) -> None:
     path = tmp_path / "t"
     for i in range(2):

@@ -232,6 +232,20 @@ def test_a_snapshots_count_comes_from_its_manifests(
     assert agg.metrics()["files_opened"] == 0
 
 
+def test_aggregates_read_the_snapshot_asked(plain: Any) -> None:
+    for snapshot in plain.snapshots():
+        ref = plain.scan(snapshot_id=snapshot.snapshot_id).to_arrow()
+        for where in (None, "u > 5000 OR id < 30"):
+            agg = pqindex.aggregate(
+                plain, "count(*), sum(u)", where, snapshot_id=snapshot.snapshot_id
+            )
+            want = rows(ref, where, ["u"])
+            got = pa.table(agg).to_pylist()[0]
+            assert got == {"count(*)": len(want), "sum(u)": sum(r[0] for r in want) or None}
+    with pytest.raises(pqindex.InvalidArgumentError, match="snapshot_id"):
+        pqindex.aggregate(plain, "count(*)", version=1)
+
+
 def test_aggregates_of_an_empty_table_count_nothing(tmp_path: Path) -> None:
     t = catalog(tmp_path).create_table("db.t", schema=batch(0, 1).schema)
     got = pa.table(pqindex.aggregate(t, "count(*), min(id), sum(u)")).to_pylist()

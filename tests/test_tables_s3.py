@@ -123,6 +123,26 @@ def test_time_travel_on_the_store(s3: S3Server, delta: tuple[str, Path]) -> None
     assert rows(got) == rows(referee(s3, url, version=1))
 
 
+def test_a_delta_table_on_the_store_aggregates_as_it_reads(
+    s3: S3Server, delta: tuple[str, Path]
+) -> None:
+    """``aggregate`` reaches the table's log through the same storage options as ``scan``,
+    at the latest version or an earlier one."""
+    import duckdb
+
+    url, _ = delta
+    for version in (None, 1):
+        con = duckdb.connect()
+        con.register("t", referee(s3, url, version=version))
+        for select, where in [("count(*)", None), ("count(*), max(id), sum(u)", "u < 5000")]:
+            agg = pqindex.aggregate(
+                url, select, where, version=version, storage_options=s3.options()
+            )
+            sql = f"SELECT {select} FROM t" + (f" WHERE {where}" if where else "")
+            want = con.execute(sql).fetchone()
+            assert tuple(pa.table(agg).to_pylist()[0].values()) == want, (version, where)
+
+
 def test_wrong_credentials_and_missing_tables_give_typed_errors(
     s3: S3Server, delta: tuple[str, Path]
 ) -> None:

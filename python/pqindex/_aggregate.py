@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pqindex import _native
+from pqindex._errors import InvalidArgumentError
+from pqindex._scan import timestamp_ms
 
 if TYPE_CHECKING:
     from pqindex._native import Aggregation, StorageOptions
@@ -19,28 +21,44 @@ def aggregate(
     *,
     threads: int | None = None,
     storage_options: StorageOptions | None = None,
+    version: int | None = None,
+    timestamp: Any = None,
+    snapshot_id: int | None = None,
 ) -> Aggregation:
     """Compute ``select`` (count(*), count, min, max, sum, avg) over the rows of ``source``
     satisfying ``where``, answering from aggregates indexes where every row of a unit
     satisfies it and reading data pages only for the rest.
 
     ``source`` is what ``scan`` takes: Parquet files or a directory of them, the directory
-    of a Delta table (its latest version), or a pyiceberg ``Table`` (its current
-    snapshot). A table's rows are the ones a scan of it returns: its deletes applied, its
-    columns under their current names.
+    of a Delta table (its latest version, or ``version``, or the one current at
+    ``timestamp``), or a pyiceberg ``Table`` (its current snapshot, or ``snapshot_id``, or
+    the one current at ``timestamp``). A table's rows are the ones a scan of it returns:
+    its deletes applied, its columns under their current names. A whole table's
+    ``count(*)`` comes from its metadata (its files' record counts less their deleted
+    rows), no file opened.
     """
     from pqindex import _iceberg
 
     if _iceberg.is_table(source):
+        if version is not None:
+            raise InvalidArgumentError("an Iceberg table takes snapshot_id, not version")
         return _iceberg.aggregate(  # type: ignore[no-any-return]
             source,
             select,
             where,
             threads=threads,
-            snapshot_id=None,
-            timestamp_ms=None,
+            snapshot_id=snapshot_id,
+            timestamp_ms=timestamp_ms(timestamp),
             options=storage_options,
         )
+    if snapshot_id is not None:
+        raise InvalidArgumentError("snapshot_id applies to Iceberg tables (pyiceberg Table)")
     return _native.aggregate(
-        source, select, where, threads=threads, storage_options=storage_options
+        source,
+        select,
+        where,
+        threads=threads,
+        storage_options=storage_options,
+        version=version,
+        timestamp_ms=timestamp_ms(timestamp),
     )

@@ -69,6 +69,8 @@ def aggregate(
     *,
     threads: int | None = None,
     storage_options: StorageOptions | None = None,
+    version: int | None = None,
+    timestamp_ms: int | None = None,
 ) -> Aggregation:
     """Compute ``select`` (count(*), count, min, max, sum, avg) over the rows of ``source``
     satisfying ``where``, answering from aggregates indexes where every row of a unit

@@ -358,6 +358,7 @@ fn use_indexes(file: &[u8], column: &str) -> Result<()> {
         predicate: None,
         threads: 1,
         now_ns: Some(NOW_NS),
+        ..Default::default()
     };
     let cancel = AtomicBool::new(false);
     if let Err(e) = aggregate(&paths, &agg, &MetadataCache::new(64 << 20), &cancel) {
@@ -662,6 +663,7 @@ pub fn scan_file(file: &[u8]) -> Result<()> {
         predicate: Some(PREDICATES[4].into()),
         threads: 1,
         now_ns: Some(NOW_NS),
+        ..Default::default()
     };
     let cancel = AtomicBool::new(false);
     if let Err(e) = aggregate(&paths, &agg, &MetadataCache::new(64 << 20), &cancel) {

@@ -10,7 +10,7 @@ use pyo3_arrow::ffi::to_schema_pycapsule;
 use pqindex_core::global_cache;
 use pqindex_core::{
     aggregate as core_aggregate, aggregate_table as core_aggregate_table, AggregateOptions,
-    Aggregation,
+    Aggregation, TableOptions,
 };
 use pyo3_arrow::input::AnyRecordBatch;
 
@@ -84,7 +84,8 @@ impl PyAggregation {
 /// Compute `select` (count, min, max, sum, avg) over the rows of `source` satisfying
 /// `where`, from aggregates indexes where they can answer.
 #[pyfunction]
-#[pyo3(signature = (source, select, r#where=None, *, threads=None, storage_options=None))]
+#[pyo3(signature = (source, select, r#where=None, *, threads=None, storage_options=None, version=None, timestamp_ms=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn aggregate(
     py: Python<'_>,
     source: Source,
@@ -92,6 +93,8 @@ pub fn aggregate(
     r#where: Option<String>,
     threads: Option<usize>,
     storage_options: Option<StorageOptions>,
+    version: Option<i64>,
+    timestamp_ms: Option<i64>,
 ) -> PyResult<PyAggregation> {
     configure_storage(&source.0, storage_options.as_ref())?;
     let opts = AggregateOptions {
@@ -99,6 +102,11 @@ pub fn aggregate(
         predicate: r#where,
         threads: threads.unwrap_or_else(pqindex_core::default_threads),
         now_ns: None,
+        table: TableOptions {
+            version,
+            timestamp_ms,
+            storage_options: storage_options.map(|o| o.0).unwrap_or_default(),
+        },
     };
     let paths = source.0;
     let a = run_blocking(py, move |cancel| {
@@ -141,6 +149,7 @@ pub fn aggregate_table(
         predicate: r#where,
         threads: threads.unwrap_or_else(pqindex_core::default_threads),
         now_ns: None,
+        table: TableOptions::default(),
     };
     let a = run_blocking(py, move |cancel| {
         core_aggregate_table(Arc::new(snapshot), &opts, global_cache(), cancel)

@@ -38,7 +38,7 @@ use crate::predicate::Column;
 use crate::prune::certain::certain_ranges;
 use crate::prune::page_index::ColumnIndexes;
 use crate::query::scan::{Scan, ScanOptions, ScanSource};
-use crate::table::TableSnapshot;
+use crate::table::{TableOptions, TableSnapshot};
 use acc::{sum_unsupported, summable, ColumnAcc, Needs};
 use metadata::{counted, MetadataCount};
 use select::{parse_select, Call, Func};
@@ -51,6 +51,8 @@ pub struct AggregateOptions {
     pub predicate: Option<String>,
     pub threads: usize,
     pub now_ns: Option<i128>,
+    /// The version of a Delta table read, and its storage options.
+    pub table: TableOptions,
 }
 
 /// The one-row result and how it was obtained.
@@ -183,6 +185,7 @@ fn scan_options(opts: &AggregateOptions, calls: &[Call]) -> Result<ScanOptions> 
         columns: Some(roots),
         threads: opts.threads,
         now_ns: opts.now_ns,
+        table: opts.table.clone(),
         ..Default::default()
     })
 }
