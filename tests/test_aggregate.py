@@ -180,6 +180,22 @@ def test_what_cannot_be_aggregated_is_refused(
         pqindex.aggregate(files["pyarrow-none"], select)
 
 
+@pytest.mark.parametrize(
+    ("travel", "message"),
+    [
+        ({"version": 1}, "apply to tables"),
+        ({"timestamp": "2026-01-01"}, "apply to tables"),
+        ({"timestamp": "yesterday"}, "ISO-8601"),
+        ({"snapshot_id": 1}, "Iceberg"),
+    ],
+)
+def test_time_travel_on_loose_files_is_refused(
+    files: dict[str, Path], travel: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(pqindex.InvalidArgumentError, match=message):
+        pqindex.aggregate(files["pyarrow-none"], "count(*)", **travel)
+
+
 def test_results_carry_duckdb_types(files: dict[str, Path]) -> None:
     t = pa.table(pqindex.aggregate(files["pqindex-page"], "count(*), sum(i8), sum(d9), sum(f)"))
     assert t.schema.types == [

@@ -132,17 +132,9 @@ pub fn aggregate(
     cache: &MetadataCache,
     cancel: &AtomicBool,
 ) -> Result<Aggregation> {
-    let calls = parse_select(&opts.select)?;
-    let scan_opts = scan_options(opts, &calls)?;
-    scan_opts.check()?;
+    let (calls, scan_opts) = parse(opts)?;
     let source = Scan::source(paths, &scan_opts)?;
-    if let ScanSource::Table(snapshot, io) = &source {
-        if let Some(a) = counted(snapshot, io.clone(), &calls, &scan_opts, cache, cancel)? {
-            return Ok(a);
-        }
-    }
-    let scan = Scan::plan_source(paths, source, &scan_opts, cache, cancel)?;
-    aggregate_planned(scan, &calls, cancel)
+    aggregate_source(paths, source, &calls, &scan_opts, cache, cancel)
 }
 
 /// [`aggregate`] over a table snapshot planned elsewhere (an Iceberg table's, from its
@@ -153,15 +145,37 @@ pub fn aggregate_table(
     cache: &MetadataCache,
     cancel: &AtomicBool,
 ) -> Result<Aggregation> {
+    let (calls, scan_opts) = parse(opts)?;
+    let source = ScanSource::Table(snapshot, Arc::new(IoStats::default()));
+    aggregate_source(&[], source, &calls, &scan_opts, cache, cancel)
+}
+
+/// `calls` over `source` (of `paths`): a whole table's count from its metadata, anything
+/// else over the rows its scan plans.
+fn aggregate_source(
+    paths: &[String],
+    source: ScanSource,
+    calls: &[Call],
+    scan_opts: &ScanOptions,
+    cache: &MetadataCache,
+    cancel: &AtomicBool,
+) -> Result<Aggregation> {
+    if let ScanSource::Table(snapshot, io) = &source {
+        if let Some(a) = counted(snapshot, io.clone(), calls, scan_opts, cache, cancel)? {
+            return Ok(a);
+        }
+    }
+    let scan = Scan::plan_source(paths, source, scan_opts, cache, cancel)?;
+    aggregate_planned(scan, calls, cancel)
+}
+
+/// The select list's calls, and the scan that plans them: their columns, the rows `where`
+/// keeps, checked.
+fn parse(opts: &AggregateOptions) -> Result<(Vec<Call>, ScanOptions)> {
     let calls = parse_select(&opts.select)?;
     let scan_opts = scan_options(opts, &calls)?;
     scan_opts.check()?;
-    let io = Arc::new(IoStats::default());
-    if let Some(a) = counted(&snapshot, io, &calls, &scan_opts, cache, cancel)? {
-        return Ok(a);
-    }
-    let scan = Scan::plan_table(snapshot, &scan_opts, cache, cancel)?;
-    aggregate_planned(scan, &calls, cancel)
+    Ok((calls, scan_opts))
 }
 
 /// The scan that plans an aggregation: the select list's columns, the rows `where` keeps.
