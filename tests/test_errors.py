@@ -201,11 +201,55 @@ def test_corrupt_bloom_filter(data_dir: Path) -> None:
         data[offset : offset + 16] = b"\xff" * 16
     path.write_bytes(bytes(data))
     pqindex.clear_metadata_cache()
-    with pytest.raises(pqindex.InvalidFileError, match="bloom filter") as info:
-        _read(path, f'"u" = {1000 * 1_000_003}')
-    assert isinstance(info.value, ValueError)
-    # Predicates that need no bloom filter still work.
+    # A damaged filter is no evidence: it is ignored with a warning, and the rows come
+    # from the data.
+    with pytest.warns(pqindex.IndexWarning, match="bloom filter"):
+        assert _read(path, f'"u" = {1000 * 1_000_003}').num_rows == 1
     assert _read(path, '"k" > 10').num_rows == N - 11
+
+
+def _shrink_bloom_headers(path: Path, column: int) -> None:
+    """Halve the bitset length each bloom filter header of ``column`` declares, leaving
+    the bitset and the footer's ``bloom_filter_length`` as written: a header that says
+    less than the filter holds (seen in files from other writers)."""
+    md = pq.ParquetFile(path).metadata
+    data = bytearray(path.read_bytes())
+    for r in range(md.num_row_groups):
+        offset = md.row_group(r).column(column).bloom_filter_offset
+        assert data[offset] == 0x15  # field 1, i32: numBytes, a zigzag varint
+        value, shift, at = 0, 0, offset + 1
+        while True:
+            byte = data[at]
+            value |= (byte & 0x7F) << shift
+            at += 1
+            shift += 7
+            if not byte & 0x80:
+                break
+        num_bytes = value >> 1
+        smaller = (num_bytes // 2) << 1
+        encoded = bytearray()
+        while True:
+            encoded.append((smaller & 0x7F) | (0x80 if smaller > 0x7F else 0))
+            smaller >>= 7
+            if not smaller:
+                break
+        assert len(encoded) == at - offset - 1, "the test needs a varint of the same length"
+        data[offset + 1 : at] = encoded
+    path.write_bytes(bytes(data))
+
+
+def test_bloom_filter_header_declaring_less_than_the_filter_holds(data_dir: Path) -> None:
+    """Probing such a filter maps values to other blocks than the writer did, so a value
+    the column holds may look absent: the filter must not prune."""
+    path = data_dir / "short_header.parquet"
+    values = [i * 7919 % N * 1_000_003 for i in range(N)]
+    table = _table().append_column("u", pa.array(values))
+    pqindex.write(table, path, bloom_filter_columns=["u"], row_group_size=500)
+    _shrink_bloom_headers(path, 4)
+    pqindex.clear_metadata_cache()
+    for value in values[:: N // 20]:
+        with pytest.warns(pqindex.IndexWarning, match="declares a bitset"):
+            assert _read(path, f'"u" = {value}').num_rows == 1
 
 
 @pytest.mark.parametrize("seed", range(12))

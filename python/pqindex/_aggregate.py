@@ -11,13 +11,13 @@ from pqindex._errors import InvalidArgumentError
 from pqindex._scan import timestamp_ms
 
 if TYPE_CHECKING:
-    from pqindex._native import Aggregation, StorageOptions
+    from pqindex._native import Aggregation, StorageOptions, Where
 
 
 def aggregate(
     source: Any,
     select: str,
-    where: str | None = None,
+    where: Where | None = None,
     *,
     threads: int | None = None,
     storage_options: StorageOptions | None = None,

@@ -18,10 +18,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pqindex import _native
 from pqindex._errors import NotFoundError, SourceError, UnsupportedError
+
+if TYPE_CHECKING:
+    from pqindex._native import Where
 
 # The name every index file pqindex writes starts with; others' statistics files are not
 # pqindex's to replace or remove.
@@ -298,7 +301,7 @@ def _snapshot_args(
 
 def scan(
     table: Any,
-    where: str | None,
+    where: Where | None,
     columns: Sequence[str] | None,
     batch_size: int,
     threads: int | None,
@@ -329,7 +332,7 @@ def scan(
 def aggregate(
     table: Any,
     select: str,
-    where: str | None,
+    where: Where | None,
     *,
     threads: int | None,
     snapshot_id: int | None,

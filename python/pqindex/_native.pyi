@@ -17,6 +17,8 @@ Source = StrPath | Sequence[StrPath]
 # Options of the object store a URL names (endpoint, region, credentials, max_in_flight,
 # coalesce_gap, footer_hint, max_retries, retry_timeout, list_cache_ttl, data_cache_size).
 StorageOptions = Mapping[str, str | int | float | bool]
+# A condition: SQL text as DuckDB reads it, or the structured form (docs/predicates.md).
+Where = str | dict[str, Any]
 
 __version__: str
 #: A scan's counter names, in the order ``Scan.metrics()`` gives them.
@@ -65,7 +67,7 @@ class Aggregation:
 def aggregate(
     source: Source,
     select: str,
-    where: str | None = None,
+    where: Where | None = None,
     *,
     threads: int | None = None,
     storage_options: StorageOptions | None = None,
@@ -80,7 +82,7 @@ def aggregate_table(
     files: _ArrowStream | _ArrowArray | None,
     schema: object,
     select: str,
-    where: str | None = None,
+    where: Where | None = None,
     *,
     root: str,
     version: int,
@@ -171,7 +173,7 @@ class FileMetadata:
 
 def scan(
     source: Source,
-    where: str | None = None,
+    where: Where | None = None,
     columns: Sequence[str] | None = None,
     batch_size: int = 65536,
     threads: int | None = None,
@@ -192,7 +194,7 @@ def scan_table(
     root: str,
     version: int,
     index_files: Sequence[str] = (),
-    where: str | None = None,
+    where: Where | None = None,
     columns: Sequence[str] | None = None,
     batch_size: int = 65536,
     threads: int | None = None,
@@ -213,7 +215,7 @@ def read_units(
     units: _ArrowStream | _ArrowArray,
     *,
     now_ns: int,
-    where: str | None = None,
+    where: Where | None = None,
     columns: Sequence[str] | None = None,
     batch_size: int = 65536,
     threads: int | None = None,

@@ -12,7 +12,7 @@ from pqindex._errors import InvalidArgumentError
 from pqindex._keys import key_columns, key_table
 
 if TYPE_CHECKING:
-    from pqindex._native import Scan, StorageOptions
+    from pqindex._native import Scan, StorageOptions, Where
 
 
 def timestamp_ms(value: Any) -> int | None:
@@ -40,7 +40,7 @@ def timestamp_ms(value: Any) -> int | None:
 
 def scan(
     source: Any,
-    where: str | None = None,
+    where: Where | None = None,
     columns: Sequence[str] | None = None,
     batch_size: int = 65536,
     threads: int | None = None,

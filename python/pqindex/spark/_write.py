@@ -123,6 +123,10 @@ def write(
         else:
             _remove_job_files(root, job)
         raise
+    if store is None:
+        # Attempts killed mid-file (a lost executor) leave hidden temporaries named after
+        # the job's files; their retries wrote the files themselves.
+        _remove_job_files(root, job, hidden_only=True)
     if store is not None:
         store.put_empty("_SUCCESS")
     else:
@@ -213,10 +217,10 @@ class _ObjectPrefix:
             upload(marker, f"{self.root}/{name}", storage_options=self.options)
 
 
-def _remove_job_files(root: str, job: str) -> None:
+def _remove_job_files(root: str, job: str, hidden_only: bool = False) -> None:
     for directory, _, names in os.walk(root):
         for name in names:
-            if job in name:
+            if job in name and (not hidden_only or name.startswith(".")):
                 os.remove(os.path.join(directory, name))
 
 

@@ -95,7 +95,7 @@ fn write_file_without_dictionary(path: &str) {
 
 fn options(predicate: Option<&str>) -> ScanOptions {
     ScanOptions {
-        predicate: predicate.map(str::to_string),
+        predicate: predicate.map(Into::into),
         threads: THREADS,
         ..Default::default()
     }

@@ -134,7 +134,7 @@ impl Scratch {
 
 fn opts(predicate: Option<&str>) -> ScanOptions {
     ScanOptions {
-        predicate: predicate.map(str::to_string),
+        predicate: predicate.map(Into::into),
         batch_size: 1024,
         threads: 1,
         now_ns: Some(NOW_NS),

@@ -39,6 +39,7 @@ pub const METRIC_NAMES: &[&str] = plan::Metrics::NAMES;
 pub const READ_METRIC_NAMES: &[&str] = plan::Metrics::READING;
 
 pub use predicate::keys::KeySpec;
+pub use predicate::Condition;
 pub use query::aggregate::{aggregate, aggregate_table, AggregateOptions, Aggregation};
 pub use query::parallel::default_threads;
 pub use query::scan::{Scan, ScanOptions};

@@ -90,7 +90,7 @@ pub fn aggregate(
     py: Python<'_>,
     source: Source,
     select: String,
-    r#where: Option<String>,
+    r#where: Option<crate::condition::Where>,
     threads: Option<usize>,
     storage_options: Option<StorageOptions>,
     version: Option<i64>,
@@ -99,7 +99,7 @@ pub fn aggregate(
     configure_storage(&source.0, storage_options.as_ref())?;
     let opts = AggregateOptions {
         select,
-        predicate: r#where,
+        predicate: crate::condition::condition(r#where),
         threads: threads.unwrap_or_else(pqindex_core::default_threads),
         now_ns: None,
         table: TableOptions {
@@ -127,7 +127,7 @@ pub fn aggregate_table(
     files: Option<AnyRecordBatch>,
     schema: pyo3_arrow::PySchema,
     select: String,
-    r#where: Option<String>,
+    r#where: Option<crate::condition::Where>,
     root: String,
     version: i64,
     index_files: Vec<String>,
@@ -146,7 +146,7 @@ pub fn aggregate_table(
     )?;
     let opts = AggregateOptions {
         select,
-        predicate: r#where,
+        predicate: crate::condition::condition(r#where),
         threads: threads.unwrap_or_else(pqindex_core::default_threads),
         now_ns: None,
         table: TableOptions::default(),

@@ -4,6 +4,7 @@ mod aggregate;
 mod allocator;
 mod arrow_stream;
 mod catalog;
+mod condition;
 mod error;
 mod index;
 mod metadata;

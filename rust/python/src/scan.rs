@@ -183,7 +183,7 @@ pub fn read_units(
     py: Python<'_>,
     units: AnyRecordBatch,
     now_ns: i128,
-    r#where: Option<String>,
+    r#where: Option<crate::condition::Where>,
     columns: Option<Vec<String>>,
     batch_size: usize,
     threads: Option<usize>,
@@ -195,7 +195,7 @@ pub fn read_units(
 ) -> PyResult<PyScan> {
     let keys = key_spec(keys, on)?;
     let opts = ScanOptions {
-        predicate: r#where,
+        predicate: crate::condition::condition(r#where),
         columns,
         batch_size,
         threads: threads.unwrap_or_else(pqindex_core::default_threads),
@@ -247,7 +247,7 @@ pub fn read_units(
 pub fn scan(
     py: Python<'_>,
     source: Source,
-    r#where: Option<String>,
+    r#where: Option<crate::condition::Where>,
     columns: Option<Vec<String>>,
     batch_size: usize,
     threads: Option<usize>,
@@ -263,7 +263,7 @@ pub fn scan(
     configure_storage(&source.0, storage_options.as_ref())?;
     let keys = key_spec(keys, on)?;
     let opts = ScanOptions {
-        predicate: r#where,
+        predicate: crate::condition::condition(r#where),
         columns,
         batch_size,
         threads: threads.unwrap_or_else(pqindex_core::default_threads),
@@ -300,7 +300,7 @@ pub fn scan_table(
     root: String,
     version: i64,
     index_files: Vec<String>,
-    r#where: Option<String>,
+    r#where: Option<crate::condition::Where>,
     columns: Option<Vec<String>>,
     batch_size: usize,
     threads: Option<usize>,
@@ -322,7 +322,7 @@ pub fn scan_table(
         storage_options.as_ref(),
     )?;
     let opts = ScanOptions {
-        predicate: r#where,
+        predicate: crate::condition::condition(r#where),
         columns,
         batch_size,
         threads: threads.unwrap_or_else(pqindex_core::default_threads),

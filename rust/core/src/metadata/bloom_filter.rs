@@ -49,6 +49,16 @@ pub fn read_bloom(file: &StorageFile, chunk: &ColumnChunkMetaData) -> Result<Opt
         return Err(corrupt(format!("bitset of {num_bytes} bytes is not a whole number of 32-byte blocks within the format's limits")));
     }
     let start = header.header_len as u64;
+    // A header that declares fewer (or more) bytes than the chunk's metadata gives the
+    // filter maps each hash to another block than the writer did: probing it would
+    // answer "absent" for values the column holds.
+    if let Some(len) = declared {
+        if start + num_bytes != len as u64 {
+            return Err(corrupt(format!(
+                "its header declares a bitset of {num_bytes} bytes, but the column chunk gives the filter {len} bytes ({start} of them header)"
+            )));
+        }
+    }
     let bitset = if start + num_bytes <= buf.len() as u64 {
         buf.slice(start as usize..(start + num_bytes) as usize)
     } else {

@@ -15,8 +15,9 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataR
 
 use crate::error::{panic_message, Error, Result};
 use crate::io::StorageFile;
-use crate::metadata::page_index::{offset_index_ranges, page_index_ranges};
+use crate::metadata::page_index::{checked_range, offset_index_ranges, page_index_ranges};
 use crate::metadata::reserved_counts::{footer_counts, offset_index_counts};
+use crate::metadata::thrift_lists::{repaired, Kind};
 
 const MAGIC: &[u8; 4] = b"PAR1";
 
@@ -82,11 +83,25 @@ pub fn read_footer(file: &StorageFile) -> Result<ParquetMetaData> {
     };
     footer_counts(&buf[..footer_len as usize])
         .map_err(|e| Error::invalid_file(path, format!("corrupt metadata: {e}")))?;
-    guarded(path, || {
-        let mut reader = ParquetMetaDataReader::new();
-        reader.try_parse_sized(&buf, size)?;
-        reader.finish()
-    })
+    let parse = |buf: &Bytes| {
+        guarded(path, || {
+            let mut reader = ParquetMetaDataReader::new();
+            reader.try_parse_sized(buf, size)?;
+            reader.finish()
+        })
+    };
+    let md = match parse(&buf) {
+        Ok(md) => Ok(md),
+        // Integer lists declared as another integer width (parquet-mr wrote some): read
+        // as the format means them, or the first error stands.
+        Err(e) => match repaired(&buf[..footer_len as usize], Kind::FileMetaData) {
+            Some(fixed) => {
+                guarded(path, || ParquetMetaDataReader::decode_metadata(&fixed)).map_err(|_| e)
+            }
+            None => Err(e),
+        },
+    }?;
+    crate::metadata::mend::mended(file, md)
 }
 
 /// Decode a footer and its page index laid out as `ParquetMetaDataWriter` writes them (a
@@ -191,10 +206,14 @@ fn offset_indexes_fit(metadata: &ParquetMetaData, bytes: &[u8], start: u64) -> R
 pub fn load_page_index(file: &StorageFile, metadata: ParquetMetaData) -> Result<ParquetMetaData> {
     let path = file.path();
     check_page_index(file, &metadata)?;
+    let patched = repaired_page_index(file, &metadata);
     let md = guarded(path, || {
         let mut reader = ParquetMetaDataReader::new_with_metadata(metadata)
             .with_page_index_policy(PageIndexPolicy::Optional);
-        reader.read_page_indexes(file)?;
+        match &patched {
+            Some(p) => reader.read_page_indexes(p)?,
+            None => reader.read_page_indexes(file)?,
+        }
         reader.finish()
     })
     .map_err(|e| match e {
@@ -207,6 +226,83 @@ pub fn load_page_index(file: &StorageFile, metadata: ParquetMetaData) -> Result<
     pages_in_row_order(&md)
         .map_err(|e| Error::invalid_file(path, format!("corrupt page index: {e}")))?;
     Ok(md)
+}
+
+/// The page index bytes of `metadata` with their integer lists' headers repaired
+/// ([`thrift_lists`](crate::metadata::thrift_lists)), served in place of the file's;
+/// `None` when none needed it (or the index was not prefetched whole).
+fn repaired_page_index(file: &StorageFile, metadata: &ParquetMetaData) -> Option<PatchedFile> {
+    let (start, end) = page_index_span(metadata)?;
+    let bytes = file.prefetched(start..end)?;
+    let mut out: Option<Vec<u8>> = None;
+    let kinds = metadata
+        .row_groups()
+        .iter()
+        .flat_map(|g| g.columns())
+        .flat_map(|c| {
+            let column = checked_range(
+                c.column_index_offset(),
+                c.column_index_length().map(i64::from),
+            );
+            let offset = checked_range(
+                c.offset_index_offset(),
+                c.offset_index_length().map(i64::from),
+            );
+            [(column, Kind::ColumnIndex), (offset, Kind::OffsetIndex)]
+        });
+    for (range, kind) in kinds {
+        let Some(r) = range.filter(|r| r.start >= start && r.end <= end) else {
+            continue;
+        };
+        let (a, b) = ((r.start - start) as usize, (r.end - start) as usize);
+        if let Some(fixed) = repaired(&bytes[a..b], kind).filter(|f| f.len() == b - a) {
+            out.get_or_insert_with(|| bytes.to_vec())[a..b].copy_from_slice(&fixed);
+        }
+    }
+    Some(PatchedFile {
+        file: file.clone(),
+        start,
+        bytes: Bytes::from(out?),
+    })
+}
+
+/// The one range holding every page index of `metadata`.
+fn page_index_span(metadata: &ParquetMetaData) -> Option<(u64, u64)> {
+    let ranges = page_index_ranges(metadata);
+    Some((
+        ranges.iter().map(|r| r.start).min()?,
+        ranges.iter().map(|r| r.end).max()?,
+    ))
+}
+
+/// A file whose bytes from `start` are `bytes` instead of what it holds.
+struct PatchedFile {
+    file: StorageFile,
+    start: u64,
+    bytes: Bytes,
+}
+
+impl parquet::file::reader::Length for PatchedFile {
+    fn len(&self) -> u64 {
+        self.file.len()
+    }
+}
+
+impl parquet::file::reader::ChunkReader for PatchedFile {
+    type T = <StorageFile as parquet::file::reader::ChunkReader>::T;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
+        self.file.get_read(start)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        let end = self.start + self.bytes.len() as u64;
+        if start >= self.start && start + length as u64 <= end {
+            let at = (start - self.start) as usize;
+            return Ok(self.bytes.slice(at..at + length));
+        }
+        self.file.get_bytes(start, length)
+    }
 }
 
 /// Run a parser on untrusted bytes: its errors, and any panic, become `InvalidFile`.

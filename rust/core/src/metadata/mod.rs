@@ -8,12 +8,14 @@ pub mod cache;
 pub mod dictionary_page;
 pub mod footer;
 pub mod footer_splice;
+pub mod mend;
 pub mod page_header;
 pub mod page_index;
 pub mod reserved_counts;
 pub mod schema;
 pub mod tables;
 pub mod thrift;
+pub mod thrift_lists;
 
 pub use cache::{global_cache, CacheInfo, MetadataCache};
 pub use footer::{footer_start, load_page_index, read_footer};

@@ -4,9 +4,11 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use arrow_schema::Schema;
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use parquet::file::metadata::ParquetMetaData;
-use parquet::schema::types::SchemaDescriptor;
+use parquet::schema::types::{SchemaDescriptor, Type as ParquetType};
 
 use crate::error::{panic_message, Error, Result};
 
@@ -15,21 +17,138 @@ use crate::error::{panic_message, Error, Result};
 pub const FILE_LOCAL_KEY_PREFIX: &str = "pqindex.index.";
 
 /// The Arrow schema of a file with its writer's `ARROW:schema` hint applied. The hint is an
-/// Arrow IPC message from the file: arrow-ipc panics on some damaged ones instead of
-/// failing, so a panic here is a damaged file too.
+/// Arrow IPC message from the file: arrow-ipc panics on some damaged ones (and on types it
+/// does not know, such as polars' Int128), so a hint that cannot be read is left aside and
+/// the Parquet schema alone gives the types, as pyarrow and DuckDB read such files.
 pub fn hinted_schema(md: &ParquetMetaData, path: &str) -> Result<Schema> {
-    let convert = || {
-        parquet::arrow::parquet_to_arrow_schema(
-            md.file_metadata().schema_descr(),
-            md.file_metadata().key_value_metadata(),
-        )
-    };
-    match catch_unwind(AssertUnwindSafe(convert)) {
-        Ok(schema) => schema.map_err(|e| Error::from(e).in_file(path)),
+    let descr = md.file_metadata().schema_descr();
+    let convert =
+        || parquet::arrow::parquet_to_arrow_schema(descr, md.file_metadata().key_value_metadata());
+    let hinted = match catch_unwind(AssertUnwindSafe(convert)) {
+        Ok(Ok(schema)) => Ok(schema),
+        Ok(Err(e)) => Err(Error::from(e).in_file(path)),
         Err(panic) => Err(Error::invalid_file(
             path,
             format!("corrupt Arrow schema hint: {}", panic_message(&*panic)),
         )),
+    };
+    let schema = match hinted {
+        Ok(schema) if arrow_hint(md).is_some() => return Ok(schema),
+        Ok(schema) => schema,
+        Err(e) if arrow_hint(md).is_some() => {
+            let plain = || parquet::arrow::parquet_to_arrow_schema(descr, None);
+            match catch_unwind(AssertUnwindSafe(plain)) {
+                Ok(Ok(schema)) => {
+                    let mut metadata = schema.metadata().clone();
+                    metadata.extend(
+                        md.file_metadata()
+                            .key_value_metadata()
+                            .into_iter()
+                            .flatten()
+                            .filter(|kv| kv.key != parquet::arrow::ARROW_SCHEMA_META_KEY)
+                            .filter_map(|kv| Some((kv.key.clone(), kv.value.clone()?))),
+                    );
+                    schema.with_metadata(metadata)
+                }
+                _ => return Err(e),
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(int96_in_micros(schema, descr))
+}
+
+/// Whether any leaf of the file is an INT96 (a legacy timestamp).
+pub fn has_int96(descr: &SchemaDescriptor) -> bool {
+    descr
+        .columns()
+        .iter()
+        .any(|c| c.physical_type() == parquet::basic::Type::INT96)
+}
+
+/// `schema` with its INT96 timestamps read in microseconds, as Spark and DuckDB read them.
+/// An INT96 holds a Julian day and the nanoseconds within it: years outside 1677-2262 do
+/// not fit 64-bit nanoseconds, which the reader would wrap into other instants (Spark
+/// writes 9999-12-31 and later), while microseconds hold 290,000 years either side. Used
+/// for files without an Arrow schema hint: a hint's unit is the one the writer's values
+/// were in, so they fit it (pyarrow writes nanoseconds).
+pub fn int96_in_micros(schema: Schema, descr: &SchemaDescriptor) -> Schema {
+    if !has_int96(descr) {
+        return schema;
+    }
+    let roots = descr.root_schema().get_fields();
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match roots.iter().find(|t| t.name() == f.name()) {
+            Some(t) => f
+                .as_ref()
+                .clone()
+                .with_data_type(int96_type(t, f.data_type())),
+            None => f.as_ref().clone(),
+        })
+        .collect();
+    Schema::new_with_metadata(fields, schema.metadata().clone())
+}
+
+/// `data_type` (the Arrow type read for Parquet type `t`) with INT96 leaves in microseconds.
+fn int96_type(t: &ParquetType, data_type: &DataType) -> DataType {
+    use parquet::basic::Type as Physical;
+    match (t, data_type) {
+        (ParquetType::PrimitiveType { physical_type, .. }, DataType::Timestamp(_, tz))
+            if *physical_type == Physical::INT96 =>
+        {
+            DataType::Timestamp(TimeUnit::Microsecond, tz.clone())
+        }
+        (ParquetType::PrimitiveType { .. }, _) => data_type.clone(),
+        (ParquetType::GroupType { fields, .. }, DataType::Struct(children)) => DataType::Struct(
+            children
+                .iter()
+                .map(|c| {
+                    let field = c.as_ref().clone();
+                    match fields.iter().find(|t| t.name() == c.name()) {
+                        Some(t) => {
+                            let read = int96_type(t, c.data_type());
+                            Arc::new(field.with_data_type(read))
+                        }
+                        None => Arc::new(field),
+                    }
+                })
+                .collect(),
+        ),
+        (ParquetType::GroupType { .. }, DataType::List(item)) => {
+            let read = int96_type(list_element(t), item.data_type());
+            DataType::List(Arc::new(item.as_ref().clone().with_data_type(read)))
+        }
+        (ParquetType::GroupType { .. }, DataType::LargeList(item)) => {
+            let read = int96_type(list_element(t), item.data_type());
+            DataType::LargeList(Arc::new(item.as_ref().clone().with_data_type(read)))
+        }
+        (ParquetType::GroupType { fields, .. }, DataType::Map(entries, sorted)) => {
+            match fields.first() {
+                Some(key_value) => {
+                    let read = int96_type(key_value, entries.data_type());
+                    DataType::Map(
+                        Arc::new(entries.as_ref().clone().with_data_type(read)),
+                        *sorted,
+                    )
+                }
+                None => data_type.clone(),
+            }
+        }
+        _ => data_type.clone(),
+    }
+}
+
+/// The element of a list group (`t`): its repeated child, or that child's one field in
+/// the three-level form.
+fn list_element(t: &ParquetType) -> &ParquetType {
+    let Some(repeated) = t.get_fields().first() else {
+        return t;
+    };
+    match repeated.get_fields() {
+        [element] if repeated.is_group() => element,
+        _ => repeated,
     }
 }
 
@@ -43,6 +162,10 @@ pub fn file_schemas(md: &ParquetMetaData, path: &str) -> Result<(Schema, Schema)
     let hinted = hinted.with_metadata(metadata);
     let native = parquet::arrow::parquet_to_arrow_schema(descr, None)
         .map_err(|e| Error::from(e).in_file(path))?;
+    let native = match arrow_hint(md) {
+        Some(_) => native,
+        None => int96_in_micros(native, descr),
+    };
     Ok((hinted, native))
 }
 

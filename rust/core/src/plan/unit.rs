@@ -1,6 +1,7 @@
 //! Scan units: one row group of one planned file and the rows of it that may match. A
 //! unit is what one reader thread (or one Spark task's share) reads on its own.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
@@ -8,7 +9,7 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData};
 
 use crate::error::{Error, Result};
 use crate::io::{FileHandle, FileIdentity, IoStats, StorageFile};
-use crate::metadata::schema::leaves_of;
+use crate::metadata::schema::{has_int96, hinted_schema, leaves_of};
 use crate::plan::row_ranges::RowRanges;
 use crate::predicate::{Predicate, Value};
 
@@ -61,8 +62,22 @@ impl PlannedFile {
             PageIndexPolicy::Skip
         };
         let options = ArrowReaderOptions::new().with_page_index_policy(policy);
-        let reader_metadata = ArrowReaderMetadata::try_new(md, options)
-            .map_err(|e| Error::from(e).in_file(&identity.path))?;
+        let with_schema = |md: Arc<ParquetMetaData>| -> Result<ArrowReaderMetadata> {
+            let schema = hinted_schema(&md, &identity.path)?;
+            ArrowReaderMetadata::try_new(md, options.clone().with_schema(Arc::new(schema)))
+                .map_err(|e| Error::from(e).in_file(&identity.path))
+        };
+        // INT96 timestamps are read in the unit the scan's schema gives them, and a hint
+        // the reader cannot take (arrow-ipc panics on some) gives way to the Parquet types.
+        let reader_metadata = if has_int96(md.file_metadata().schema_descr()) {
+            with_schema(md)?
+        } else {
+            let plain = || ArrowReaderMetadata::try_new(md.clone(), options.clone());
+            match catch_unwind(AssertUnwindSafe(plain)) {
+                Ok(Ok(m)) => m,
+                _ => with_schema(md)?,
+            }
+        };
         Ok(PlannedFile {
             path: identity.path.clone(),
             identity,

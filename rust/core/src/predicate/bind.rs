@@ -442,6 +442,16 @@ impl Binder<'_, '_> {
             DataType::Dictionary(_, v) => Domain::of(v),
             dt => Domain::of(dt),
         });
+        // The Parquet UUID type reads as 16 plain bytes; literals meet it as UUIDs.
+        let uuid = matches!(
+            self.schema.parquet.column(leaf).logical_type_ref(),
+            Some(parquet::basic::LogicalType::Uuid)
+        );
+        let as_uuid = |d: Domain| match d {
+            Domain::Binary if uuid => Domain::Uuid,
+            d => d,
+        };
+        let (domain, native_domain) = (as_uuid(domain), native_domain.map(as_uuid));
         Ok(Arc::new(ColumnRef {
             name: resolved.join("."),
             path: resolved,

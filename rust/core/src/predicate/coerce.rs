@@ -86,6 +86,17 @@ pub fn coerce(lit: &Literal, domain: Domain, column: &str) -> Result<Coerced> {
             },
             _ => Err(wrong()),
         },
+        Domain::Uuid => match lit {
+            Literal::Bytes(b) if b.len() == 16 => Ok(Coerced::Exact(Value::Bytes(b.clone()))),
+            Literal::Str(s) => parse_uuid(s)
+                .map(|b| Coerced::Exact(Value::Bytes(b.to_vec())))
+                .ok_or_else(|| {
+                    Error::predicate(format!(
+                        "cannot compare column {column} (uuid) with '{s}': not a UUID"
+                    ))
+                }),
+            _ => Err(wrong()),
+        },
         Domain::Int { min, max, kind } => {
             let in_domain = match (kind, lit) {
                 (
@@ -120,6 +131,12 @@ pub fn coerce(lit: &Literal, domain: Domain, column: &str) -> Result<Coerced> {
                 (IntKind::Timestamp { unit_ns, .. }, Literal::Timestamp { ns, .. }) => {
                     time_to_domain(*ns, unit_ns)
                 }
+                (IntKind::Time { unit_ns }, Literal::Time(ns)) => {
+                    time_to_domain(i128::from(*ns), unit_ns)
+                }
+                (IntKind::Time { unit_ns }, Literal::Str(s)) => {
+                    time_to_domain(i128::from(time::parse_time(s)?), unit_ns)
+                }
                 (IntKind::Date, Literal::Str(s)) => {
                     let (ns, _) = time::parse_timestamp(s).map_err(|_| {
                         Error::predicate(format!(
@@ -137,6 +154,25 @@ pub fn coerce(lit: &Literal, domain: Domain, column: &str) -> Result<Coerced> {
             Ok(place(in_domain, min, max))
         }
     }
+}
+
+/// The 16 bytes of a UUID's text, as DuckDB reads it: 32 hex digits, with or without
+/// hyphens between them, optionally in braces.
+fn parse_uuid(text: &str) -> Option<[u8; 16]> {
+    let t = text.trim();
+    let t = t
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))
+        .unwrap_or(t);
+    let hex: Vec<u8> = t.bytes().filter(|b| *b != b'-').collect();
+    if hex.len() != 32 || t.starts_with('-') || t.ends_with('-') || t.contains("--") {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        out[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+    }
+    Some(out)
 }
 
 /// A literal scaled into an integer domain: its floor and exactness, or which side of
@@ -286,11 +322,13 @@ pub fn domain_name(d: Domain) -> &'static str {
         Domain::Float32 | Domain::Float64 => "floating point",
         Domain::Utf8 => "string",
         Domain::Binary => "binary",
+        Domain::Uuid => "uuid",
         Domain::Int { kind, .. } => match kind {
             IntKind::Integer => "integer",
             IntKind::Decimal { .. } => "decimal",
             IntKind::Date => "date",
             IntKind::Timestamp { .. } => "timestamp",
+            IntKind::Time { .. } => "time",
         },
     }
 }
@@ -331,6 +369,20 @@ mod tests {
                 hi: Some(Value::Int(unscaled))
             }
         );
+    }
+
+    #[test]
+    fn decimal_literals_beyond_the_declared_precision_are_exact() {
+        // Files hold values beyond their column's declared precision (the reader does
+        // not check them): a literal of such a value must be able to equal it.
+        let d36 = Domain::of(&DataType::Decimal128(36, 17)).unwrap();
+        let text = "922337203685477580700.92230685477500000";
+        let want: i128 = "92233720368547758070092230685477500000".parse().unwrap();
+        let c = coerce(&Literal::Number(text.into()), d36, "d").unwrap();
+        assert_eq!(c, Coerced::Exact(Value::Int(want)));
+        let d5 = Domain::of(&DataType::Decimal128(5, 2)).unwrap();
+        let c = coerce(&Literal::Number("1000.00".into()), d5, "d").unwrap();
+        assert_eq!(c, Coerced::Exact(Value::Int(100_000)));
     }
 
     #[test]

@@ -256,8 +256,14 @@ fn fold(
 }
 
 fn compare(array: &ArrayRef, op: CmpOp, value: &Value) -> Result<BooleanArray, ArrowError> {
-    let (array, value) = match array.data_type() {
-        DataType::Float32 | DataType::Float64 => (normalise_floats(array), normalise_value(value)),
+    let (array, value) = match (array.data_type(), value) {
+        (DataType::Float32 | DataType::Float64, _) => {
+            (normalise_floats(array), normalise_value(value))
+        }
+        // Fixed-width bytes against bytes of another length compare as byte strings.
+        (DataType::FixedSizeBinary(w), Value::Bytes(b)) if b.len() != *w as usize => {
+            (arrow_cast::cast(array, &DataType::Binary)?, value.clone())
+        }
         _ => (array.clone(), value.clone()),
     };
     let scalar = to_scalar_array(&value, array.data_type()).map_err(ArrowError::from)?;
@@ -332,6 +338,10 @@ pub fn column(batch: &RecordBatch, col: &ColumnRef) -> Result<ArrayRef, ArrowErr
     // (type widening): compare in the table's. Strings read as views compare as they are.
     if !same_values(array.data_type(), &col.data_type) {
         array = arrow_cast::cast(&array, &col.data_type)?;
+    }
+    // Half floats compare as FLOAT, as DuckDB reads them (every half is a float exactly).
+    if array.data_type() == &DataType::Float16 {
+        array = arrow_cast::cast(&array, &DataType::Float32)?;
     }
     Ok(array)
 }

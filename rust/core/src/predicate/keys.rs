@@ -138,7 +138,7 @@ mod tests {
         predicate: Option<&str>,
     ) -> (Vec<i64>, Scan) {
         let opts = ScanOptions {
-            predicate: predicate.map(str::to_string),
+            predicate: predicate.map(Into::into),
             columns: Some(vec!["k".into()]),
             keys: Some(KeySpec {
                 on: on.iter().map(|s| s.to_string()).collect(),

@@ -34,21 +34,32 @@ pub enum Literal {
         months: i64,
         ns: i128,
     },
+    /// A time of day: nanoseconds since midnight.
+    Time(i64),
 }
 
 /// The target types of a cast that pqindex understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SqlType {
     Bool,
-    Int { bits: u8, signed: bool },
+    Int {
+        bits: u8,
+        signed: bool,
+    },
     Float32,
     Float64,
-    Decimal { precision: u8, scale: i8 },
+    Decimal {
+        precision: u8,
+        scale: i8,
+    },
     Varchar,
     Blob,
     Date,
     Timestamp,
     TimestampTz,
+    /// `TIMESTAMP_MS` and `TIMESTAMP_S`: a timestamp rounded to this many nanoseconds.
+    TimestampRounded(i128),
+    Time,
 }
 
 /// An exact rational number `num / den` with `den > 0`.
@@ -230,7 +241,15 @@ pub fn sql_type(name: &str) -> Result<SqlType> {
         "VARCHAR" | "TEXT" | "STRING" | "CHAR" | "BPCHAR" => SqlType::Varchar,
         "BLOB" | "BYTEA" | "BINARY" | "VARBINARY" => SqlType::Blob,
         "DATE" => SqlType::Date,
-        "TIMESTAMP" | "DATETIME" | "TIMESTAMP WITHOUT TIME ZONE" => SqlType::Timestamp,
+        // Literals keep their nanoseconds (DuckDB's TIMESTAMP_NS holds them).
+        "TIMESTAMP"
+        | "DATETIME"
+        | "TIMESTAMP WITHOUT TIME ZONE"
+        | "TIMESTAMP_NS"
+        | "TIMESTAMP_US" => SqlType::Timestamp,
+        "TIMESTAMP_MS" => SqlType::TimestampRounded(1_000_000),
+        "TIMESTAMP_S" => SqlType::TimestampRounded(1_000_000_000),
+        "TIME" | "TIME WITHOUT TIME ZONE" => SqlType::Time,
         "TIMESTAMPTZ" | "TIMESTAMP WITH TIME ZONE" => SqlType::TimestampTz,
         _ => {
             return Err(Error::unsupported(format!(
@@ -253,6 +272,23 @@ pub fn cast_literal(lit: Literal, ty: SqlType) -> Result<Literal> {
         (Literal::Str(s), SqlType::Timestamp) => {
             let (ns, _) = time::parse_timestamp(&s)?;
             Literal::Timestamp { ns, tz: false }
+        }
+        (Literal::Str(s), SqlType::TimestampRounded(unit)) => {
+            let (ns, _) = time::parse_timestamp(&s)?;
+            // DuckDB rounds to the nearest unit (half up).
+            Literal::Timestamp {
+                ns: time::floor_div(ns + unit / 2, unit) * unit,
+                tz: false,
+            }
+        }
+        (Literal::Timestamp { ns, tz }, SqlType::TimestampRounded(unit)) => Literal::Timestamp {
+            ns: time::floor_div(ns + unit / 2, unit) * unit,
+            tz,
+        },
+        (Literal::Str(s), SqlType::Time) => Literal::Time(time::parse_time(&s)?),
+        (t @ Literal::Time(_), SqlType::Time) => t,
+        (Literal::Timestamp { ns, .. }, SqlType::Time) => {
+            Literal::Time(ns.rem_euclid(time::NS_PER_DAY) as i64)
         }
         (Literal::Str(s), SqlType::TimestampTz) => {
             let (ns, _) = time::parse_timestamp(&s)?;
@@ -391,5 +427,6 @@ pub fn describe(lit: &Literal) -> String {
             time::format_timestamp(*ns)
         ),
         Literal::Interval { months, ns } => format!("INTERVAL {months} months {ns} ns"),
+        Literal::Time(ns) => format!("TIME '{}'", time::format_time(*ns)),
     }
 }

@@ -11,7 +11,7 @@ use sqlparser::ast::{
 };
 use sqlparser::dialect::DuckDbDialect;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::Token;
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 use crate::error::{Error, Result};
 use crate::predicate::expr::CmpOp;
@@ -65,9 +65,14 @@ pub enum MatchFn {
 /// Parse `text` as one boolean expression; `now_ns` is the plan's "now".
 pub fn parse(text: &str, now_ns: i128) -> Result<Ast> {
     let dialect = DuckDbDialect {};
-    let mut parser = Parser::new(&dialect)
-        .try_with_sql(text)
-        .map_err(|e| Error::predicate(format!("cannot parse predicate {text:?}: {e}")))?;
+    let cannot = |e: &dyn std::fmt::Display| {
+        Error::predicate(format!("cannot parse predicate {text:?}: {e}"))
+    };
+    let tokens = Tokenizer::new(&dialect, text)
+        .with_unescape(true)
+        .tokenize_with_location()
+        .map_err(|e| cannot(&e))?;
+    let mut parser = Parser::new(&dialect).with_tokens_with_locations(typed_strings(tokens));
     let expr = parser
         .parse_expr()
         .map_err(|e| Error::predicate(format!("cannot parse predicate {text:?}: {e}")))?;
@@ -390,7 +395,57 @@ fn number_literal(n: &str) -> Literal {
     }
 }
 
-fn parse_hex(h: &str) -> Result<Vec<u8>> {
+/// DuckDB's typed strings of types the parser does not know as such (`TIMESTAMP_NS '...'`,
+/// `TIMESTAMP_MS`, `TIMESTAMP_S`, `TIMESTAMP_US`) as the casts they mean, token by token, so
+/// nothing inside a string is touched.
+fn typed_strings(tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    const TYPES: [&str; 4] = [
+        "TIMESTAMP_NS",
+        "TIMESTAMP_MS",
+        "TIMESTAMP_S",
+        "TIMESTAMP_US",
+    ];
+    let mut out: Vec<TokenWithSpan> = Vec::with_capacity(tokens.len());
+    let mut it = tokens.into_iter().peekable();
+    while let Some(t) = it.next() {
+        let typed = match &t.token {
+            Token::Word(w) if w.quote_style.is_none() => TYPES
+                .iter()
+                .find(|ty| w.value.eq_ignore_ascii_case(ty))
+                .copied(),
+            _ => None,
+        };
+        let Some(ty) = typed else {
+            out.push(t);
+            continue;
+        };
+        // The string may follow after whitespace.
+        let mut gap = Vec::new();
+        while matches!(it.peek().map(|n| &n.token), Some(Token::Whitespace(_))) {
+            gap.extend(it.next());
+        }
+        match it.peek().map(|n| &n.token) {
+            Some(Token::SingleQuotedString(_)) => {
+                let string = it.next().expect("peeked");
+                let span = t.span;
+                let at = |token| TokenWithSpan { token, span };
+                out.push(at(Token::make_keyword("CAST")));
+                out.push(at(Token::LParen));
+                out.push(string);
+                out.push(at(Token::make_keyword("AS")));
+                out.push(at(Token::make_word(ty, None)));
+                out.push(at(Token::RParen));
+            }
+            _ => {
+                out.push(t);
+                out.extend(gap);
+            }
+        }
+    }
+    out
+}
+
+pub(crate) fn parse_hex(h: &str) -> Result<Vec<u8>> {
     if !h.len().is_multiple_of(2) {
         return Err(Error::predicate(format!(
             "hex literal X'{h}' has an odd length"

@@ -56,6 +56,32 @@ pub fn parse_date_or_timestamp_date(s: &str) -> Result<i32> {
     Ok(floor_div(ns, NS_PER_DAY) as i32)
 }
 
+/// A time of day (`HH:MM[:SS[.fraction]]`) as nanoseconds since midnight.
+pub fn parse_time(s: &str) -> Result<i64> {
+    let t = s.trim();
+    for f in ["%H:%M:%S%.f", "%H:%M"] {
+        if let Ok(time) = chrono::NaiveTime::parse_from_str(t, f) {
+            use chrono::Timelike;
+            let secs = i64::from(time.num_seconds_from_midnight());
+            return Ok(secs * 1_000_000_000 + i64::from(time.nanosecond()));
+        }
+    }
+    Err(Error::predicate(format!(
+        "cannot read {s:?} as a time (expected HH:MM:SS[.fraction])"
+    )))
+}
+
+/// A time of day as `HH:MM:SS.fraction`.
+pub fn format_time(ns: i64) -> String {
+    let (secs, frac) = (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
+    format!(
+        "{:02}:{:02}:{:02}.{frac:09}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
 /// A timestamp literal; returns nanoseconds since the epoch and whether the text carried a
 /// UTC offset (then the value is that instant in UTC).
 pub fn parse_timestamp(s: &str) -> Result<(i128, bool)> {

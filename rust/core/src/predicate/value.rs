@@ -10,10 +10,12 @@ use std::sync::Arc;
 
 use arrow_array::{
     ArrayRef, BinaryArray, BinaryViewArray, BooleanArray, Date32Array, Date64Array,
-    Decimal128Array, FixedSizeBinaryArray, Float32Array, Float64Array, Int16Array, Int32Array,
-    Int64Array, Int8Array, LargeBinaryArray, LargeStringArray, StringArray, StringViewArray,
-    TimestampMicrosecondArray, TimestampMillisecondArray, TimestampNanosecondArray,
-    TimestampSecondArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
+    Decimal128Array, FixedSizeBinaryArray, Float16Array, Float32Array, Float64Array, Int16Array,
+    Int32Array, Int64Array, Int8Array, LargeBinaryArray, LargeStringArray, StringArray,
+    StringViewArray, Time32MillisecondArray, Time32SecondArray, Time64MicrosecondArray,
+    Time64NanosecondArray, TimestampMicrosecondArray, TimestampMillisecondArray,
+    TimestampNanosecondArray, TimestampSecondArray, UInt16Array, UInt32Array, UInt64Array,
+    UInt8Array,
 };
 use arrow_schema::{DataType, TimeUnit};
 
@@ -100,14 +102,26 @@ pub enum Domain {
     Float64,
     Utf8,
     Binary,
+    /// A UUID (16 bytes, the Parquet UUID logical type): text literals are read as UUIDs,
+    /// as DuckDB casts them, and the bytes compare as unsigned bytes.
+    Uuid,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IntKind {
     Integer,
-    Decimal { scale: i8 },
+    Decimal {
+        scale: i8,
+    },
     Date,
-    Timestamp { unit_ns: i128, tz: bool },
+    Timestamp {
+        unit_ns: i128,
+        tz: bool,
+    },
+    /// A time of day, in steps of `unit_ns` nanoseconds since midnight.
+    Time {
+        unit_ns: i128,
+    },
 }
 
 impl Domain {
@@ -129,7 +143,8 @@ impl Domain {
             UInt16 => int(0, u16::MAX as i128),
             UInt32 => int(0, u32::MAX as i128),
             UInt64 => int(0, u64::MAX as i128),
-            Float32 => Domain::Float32,
+            // Half floats compare as FLOAT, as DuckDB reads them.
+            Float16 | Float32 => Domain::Float32,
             Float64 => Domain::Float64,
             Utf8 | LargeUtf8 | Utf8View => Domain::Utf8,
             Binary | LargeBinary | BinaryView | FixedSizeBinary(_) => Domain::Binary,
@@ -138,14 +153,27 @@ impl Domain {
                 max: i32::MAX as i128,
                 kind: IntKind::Date,
             },
-            Decimal128(p, s) => {
-                let bound = 10i128.pow(u32::from(*p)) - 1;
-                Domain::Int {
-                    min: -bound,
-                    max: bound,
-                    kind: IntKind::Decimal { scale: *s },
-                }
-            }
+            // Not bounded by the declared precision: files hold values beyond it (the
+            // reader does not check them), and a literal beyond it may equal one.
+            Decimal128(_, s) => Domain::Int {
+                min: i128::MIN,
+                max: i128::MAX,
+                kind: IntKind::Decimal { scale: *s },
+            },
+            Time32(unit) => Domain::Int {
+                min: i32::MIN as i128,
+                max: i32::MAX as i128,
+                kind: IntKind::Time {
+                    unit_ns: unit_ns(unit),
+                },
+            },
+            Time64(unit) => Domain::Int {
+                min: i64::MIN as i128,
+                max: i64::MAX as i128,
+                kind: IntKind::Time {
+                    unit_ns: unit_ns(unit),
+                },
+            },
             Timestamp(unit, tz) => Domain::Int {
                 min: i64::MIN as i128,
                 max: i64::MAX as i128,
@@ -210,6 +238,10 @@ pub fn to_scalar_array(value: &Value, data_type: &DataType) -> Result<ArrayRef> 
         UInt64 => prim!(UInt64Array, u64),
         Date32 => prim!(Date32Array, i32),
         Date64 => prim!(Date64Array, i64),
+        Float16 => match value {
+            Value::Float(f) => Arc::new(Float16Array::from(vec![half::f16::from_f64(*f)])),
+            _ => return Err(mismatch()),
+        },
         Float32 => match value {
             Value::Float(f) => Arc::new(Float32Array::from(vec![*f as f32])),
             _ => return Err(mismatch()),
@@ -221,6 +253,10 @@ pub fn to_scalar_array(value: &Value, data_type: &DataType) -> Result<ArrayRef> 
         Decimal128(p, s) => {
             Arc::new(Decimal128Array::from(vec![int(value)?]).with_precision_and_scale(*p, *s)?)
         }
+        Time32(TimeUnit::Second) => prim!(Time32SecondArray, i32),
+        Time32(TimeUnit::Millisecond) => prim!(Time32MillisecondArray, i32),
+        Time64(TimeUnit::Microsecond) => prim!(Time64MicrosecondArray, i64),
+        Time64(TimeUnit::Nanosecond) => prim!(Time64NanosecondArray, i64),
         Timestamp(unit, tz) => {
             let v = i64::try_from(int(value)?).map_err(|_| mismatch())?;
             match unit {

@@ -89,6 +89,9 @@ fn leaf_ranges(md: &ParquetMetaData, rg: usize, leaf: &Predicate) -> Option<RowR
     let usable = bounds_usable(md, idx, col, false);
     let physical = md.row_group(rg).column(idx).column_type();
     let bounds = page_boundaries(oi, rows);
+    if !trusted(md, idx, ci, &bounds) {
+        return None;
+    }
     let mut out = Vec::new();
     for page in 0..oi.page_locations().len() {
         let (start, end) = (bounds[page], bounds[page + 1].max(bounds[page]));
@@ -105,7 +108,8 @@ fn leaf_ranges(md: &ParquetMetaData, rg: usize, leaf: &Predicate) -> Option<RowR
                 ci,
                 ColumnIndexMetaData::BYTE_ARRAY(_) | ColumnIndexMetaData::FIXED_LEN_BYTE_ARRAY(_)
             ),
-            null_count: ci.null_count(page).map(|n| n.max(0) as u64),
+            // A negative count (parquet-mr writes -1) says nothing.
+            null_count: ci.null_count(page).filter(|n| *n >= 0).map(|n| n as u64),
             rows: end - start,
             all_null: ci.is_null_page(page),
         };
@@ -114,6 +118,33 @@ fn leaf_ranges(md: &ParquetMetaData, rg: usize, leaf: &Predicate) -> Option<RowR
         }
     }
     Some(RowRanges::from_ranges(out))
+}
+
+/// Whether a column index can be believed: no page of a REQUIRED column called all NULL,
+/// and no NULL count of a page that contradicts its rows (a column that is not repeated
+/// holds one value per row). parquet-mr 1.13 writes, for REQUIRED columns without
+/// statistics, an index whose every page is a "null page": believed, it rules out every
+/// row.
+fn trusted(md: &ParquetMetaData, leaf: usize, ci: &ColumnIndexMetaData, bounds: &[u64]) -> bool {
+    let descr = md.file_metadata().schema_descr().column(leaf);
+    let required = descr.max_def_level() == 0;
+    let repeated = descr.max_rep_level() > 0;
+    (0..ci.num_pages() as usize).all(|page| {
+        let rows = bounds[page + 1].saturating_sub(bounds[page]);
+        let nulls = ci.null_count(page).filter(|n| *n >= 0).map(|n| n as u64);
+        let null_page = ci.is_null_page(page);
+        if required && (null_page || nulls.is_some_and(|n| n > 0)) {
+            return false;
+        }
+        if repeated {
+            return true;
+        }
+        match (null_page, nulls) {
+            (_, Some(n)) if n > rows => false,
+            (true, Some(n)) => n == rows,
+            _ => true,
+        }
+    })
 }
 
 /// The min and max of one page, decoded like footer statistics.

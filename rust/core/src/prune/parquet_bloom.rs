@@ -12,7 +12,7 @@ use parquet::basic::Type as PhysicalType;
 use parquet::bloom_filter::Sbbf;
 use parquet::file::metadata::ParquetMetaData;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::io::StorageFile;
 use crate::metadata::bloom_filter::read_bloom;
 use crate::metadata::page_index::checked_range;
@@ -20,7 +20,7 @@ use crate::plan::Counter;
 use crate::predicate::expr::{ColumnRef, Predicate};
 use crate::predicate::plain::{encodings, is_probe, probe_values};
 use crate::predicate::value::Value;
-use crate::prune::evidence::{Evidence, Source};
+use crate::prune::evidence::{Evidence, Report, Source};
 use crate::prune::statistics::{row_group_stats, within_bounds, ChunkStats};
 
 /// The Parquet bloom filters of a file's column chunks, as evidence for its row groups.
@@ -33,6 +33,8 @@ pub struct ParquetBlooms<'a> {
     read: &'a Counter,
     /// Leaf columns whose filters are not read: finer evidence answers for them.
     skipped: Vec<usize>,
+    /// Filters that could not be used (damaged), and why: evidence, never a failed query.
+    warnings: Vec<String>,
 }
 
 impl<'a> ParquetBlooms<'a> {
@@ -45,6 +47,7 @@ impl<'a> ParquetBlooms<'a> {
             filters: HashMap::new(),
             read,
             skipped: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -78,7 +81,19 @@ impl Evidence for ParquetBlooms<'_> {
                 if chunk.bloom_filter_offset().is_some() {
                     self.read.incr();
                 }
-                e.insert(read_bloom(self.file, chunk)?)
+                match read_bloom(self.file, chunk) {
+                    Ok(filter) => e.insert(filter),
+                    // A damaged filter is no evidence: the rows come from the data.
+                    Err(Error::InvalidFile { reason, .. }) => {
+                        self.warnings.push(format!(
+                            "{}: the Parquet bloom filter of column {} in row group {rg} was ignored: {reason}",
+                            self.file.path(),
+                            descr_path(self.md, leaf_idx),
+                        ));
+                        e.insert(None)
+                    }
+                    Err(other) => return Err(other),
+                }
             }
         };
         let (Some(sbbf), Some(values), Some(col)) =
@@ -95,6 +110,13 @@ impl Evidence for ParquetBlooms<'_> {
             descr.physical_type(),
             descr.type_length(),
         )))
+    }
+
+    fn report(&self) -> Report {
+        Report {
+            warnings: self.warnings.clone(),
+            ..Report::default()
+        }
     }
 
     fn planning_ranges(&self, leaves: &[usize], row_groups: &[usize]) -> Vec<Range<u64>> {
@@ -116,6 +138,15 @@ impl Evidence for ParquetBlooms<'_> {
         }
         out
     }
+}
+
+/// The dotted path of leaf column `leaf`, for messages.
+fn descr_path(md: &ParquetMetaData, leaf: usize) -> String {
+    md.file_metadata()
+        .schema_descr()
+        .column(leaf)
+        .path()
+        .string()
 }
 
 /// Whether the leaf could be TRUE in a chunk whose filter is `sbbf`: `false` only when

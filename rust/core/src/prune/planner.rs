@@ -381,6 +381,7 @@ pub fn plan_file(f: &FileToPlan, ctx: &PlanContext) -> Result<FilePlan> {
                     }
                 }
             }
+            warnings.extend(blooms.report().warnings);
             // 6. Rows, by the page index and embedded page-level indexes.
             paged = if access.kept().is_empty() {
                 md.clone()

@@ -170,8 +170,19 @@ fn ordered(a: &Value, b: &Value) -> std::cmp::Ordering {
     }
 }
 
-/// Decode a plain-encoded statistic of `col` stored with `physical` type.
+/// Decode a plain-encoded statistic of `col` stored with `physical` type; `None` when it
+/// lies outside the column's logical range (a UINT_8 statistic of 4294967295, written by
+/// a writer that sign-extended 255): the reader reads such values truncated, so bounds
+/// taken from them can rule out rows that hold them.
 pub fn decode(bytes: &[u8], physical: PhysicalType, col: &ColumnRef) -> Option<Value> {
+    let value = decode_physical(bytes, physical, col)?;
+    match (&value, col.domain) {
+        (Value::Int(v), Domain::Int { min, max, .. }) if !(min..=max).contains(v) => None,
+        _ => Some(value),
+    }
+}
+
+fn decode_physical(bytes: &[u8], physical: PhysicalType, col: &ColumnRef) -> Option<Value> {
     let unsigned = matches!(
         col.data_type,
         DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64
@@ -197,6 +208,12 @@ pub fn decode(bytes: &[u8], physical: PhysicalType, col: &ColumnRef) -> Option<V
         (Domain::Int { .. }, PhysicalType::BYTE_ARRAY | PhysicalType::FIXED_LEN_BYTE_ARRAY) => {
             big_endian_i128(bytes).map(Value::Int)
         }
+        (Domain::Float32, PhysicalType::FIXED_LEN_BYTE_ARRAY)
+            if col.data_type == DataType::Float16 =>
+        {
+            let v = half::f16::from_le_bytes(bytes.get(..2)?.try_into().ok()?);
+            (!v.is_nan()).then_some(Value::Float(v.to_f64()))
+        }
         (Domain::Float32, PhysicalType::FLOAT) => {
             let v = f32::from_le_bytes(bytes.get(..4)?.try_into().ok()?);
             (!v.is_nan()).then_some(Value::Float(f64::from(v)))
@@ -206,7 +223,7 @@ pub fn decode(bytes: &[u8], physical: PhysicalType, col: &ColumnRef) -> Option<V
             (!v.is_nan()).then_some(Value::Float(v))
         }
         (
-            Domain::Utf8 | Domain::Binary,
+            Domain::Utf8 | Domain::Binary | Domain::Uuid,
             PhysicalType::BYTE_ARRAY | PhysicalType::FIXED_LEN_BYTE_ARRAY,
         ) => Some(Value::Bytes(bytes.to_vec())),
         _ => None,
@@ -361,10 +378,27 @@ pub fn row_group_stats(md: &ParquetMetaData, rg: usize, col: &ColumnRef) -> Opti
         exact: stats.min_is_exact() && stats.max_is_exact(),
         min,
         max,
-        null_count: stats.null_count_opt(),
+        null_count: stats
+            .null_count_opt()
+            .and_then(|n| trusted_null_count(md, leaf, n, rows)),
         rows,
         all_null: false,
     })
+}
+
+/// A NULL count that can be believed for `rows` rows of leaf `leaf`: `None` when it
+/// contradicts the schema (NULLs in a REQUIRED column) or the rows (more NULLs than rows
+/// of a column that is not repeated). Believed, such a count would rule out rows that hold
+/// values.
+pub fn trusted_null_count(md: &ParquetMetaData, leaf: usize, nulls: u64, rows: u64) -> Option<u64> {
+    let descr = md.file_metadata().schema_descr().column(leaf);
+    if descr.max_def_level() == 0 && nulls > 0 {
+        return None;
+    }
+    if descr.max_rep_level() == 0 && nulls > rows {
+        return None;
+    }
+    Some(nulls)
 }
 
 /// Whether a row of row group `rg` may satisfy `leaf`, by its footer statistics (`true`

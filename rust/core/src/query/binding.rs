@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::metadata::schema::{arrow_hint, file_schemas, DatasetSchema};
 use crate::plan::{OutputColumn, OutputShape};
 use crate::predicate::keys::{bind_keys, KeySpec};
-use crate::predicate::{self, BindSchema, Predicate};
+use crate::predicate::{self, BindSchema, Condition, Predicate};
 
 /// The schemas names and literals bind against.
 #[derive(Debug, Clone)]
@@ -92,23 +92,33 @@ impl Binding {
     }
 
     /// Parse and bind a `WHERE` text; `now_ns` is what `now()` folds to.
+    #[cfg(test)]
     pub fn bind_where(&self, text: Option<&str>, now_ns: i128) -> Result<Option<Predicate>> {
-        let Some(text) = text else {
+        self.bind_condition(text.map(Condition::from).as_ref(), now_ns)
+    }
+
+    /// Bind a condition (SQL text or the structured form).
+    pub fn bind_condition(
+        &self,
+        condition: Option<&Condition>,
+        now_ns: i128,
+    ) -> Result<Option<Predicate>> {
+        let Some(condition) = condition else {
             return Ok(None);
         };
-        let ast = predicate::sql::parse(text, now_ns)?;
+        let ast = condition.parse(now_ns)?;
         Ok(Some(predicate::bind(&ast, &self.bind_schema())?))
     }
 
-    /// The predicate of a read: `text` bound, ANDed with a keyed read's keys (a semi join:
-    /// only rows whose key is among them).
+    /// The predicate of a read: `condition` bound, ANDed with a keyed read's keys (a semi
+    /// join: only rows whose key is among them).
     pub fn bind_read(
         &self,
-        text: Option<&str>,
+        condition: Option<&Condition>,
         keys: Option<&KeySpec>,
         now_ns: i128,
     ) -> Result<Option<Predicate>> {
-        let predicate = self.bind_where(text, now_ns)?;
+        let predicate = self.bind_condition(condition, now_ns)?;
         let Some(keys) = keys else {
             return Ok(predicate);
         };
@@ -145,6 +155,12 @@ impl Binding {
                 OutputColumn::Partition(p) => partitions[*p].clone(),
             })
             .collect();
+        if let Some(f) = fields.iter().find(|f| holds_interval(f.data_type())) {
+            return Err(Error::Unsupported(format!(
+                "column {} holds Parquet INTERVAL values (months, days, milliseconds), which the parquet crate reads without their months; leave it out of columns= rather than read wrong values",
+                f.name()
+            )));
+        }
         Ok(OutputShape {
             schema: Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone())),
             columns,
@@ -186,5 +202,22 @@ impl Binding {
                 known.join(", ")
             ))
         })
+    }
+}
+
+/// Whether a type holds an Arrow interval anywhere in it.
+fn holds_interval(t: &arrow_schema::DataType) -> bool {
+    use arrow_schema::DataType::*;
+    match t {
+        Interval(_) => true,
+        List(f)
+        | LargeList(f)
+        | FixedSizeList(f, _)
+        | Map(f, _)
+        | ListView(f)
+        | LargeListView(f) => holds_interval(f.data_type()),
+        Struct(fields) => fields.iter().any(|f| holds_interval(f.data_type())),
+        Dictionary(_, v) => holds_interval(v),
+        _ => false,
     }
 }

@@ -20,7 +20,7 @@ fn explain(scan: &Scan) -> String {
     let _ = writeln!(
         s,
         "  where:       {}",
-        scan.where_text.as_deref().unwrap_or("(none)")
+        scan.where_text.as_ref().map_or("(none)", |c| c.text())
     );
     if let Some(p) = &scan.predicate {
         let _ = writeln!(s, "  bound as:    {p}");

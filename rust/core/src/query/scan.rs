@@ -13,7 +13,7 @@ use crate::io::{IoStats, StorageFile};
 use crate::metadata::MetadataCache;
 use crate::plan::{Metrics, OutputShape, ScanUnit};
 use crate::predicate::keys::KeySpec;
-use crate::predicate::Predicate;
+use crate::predicate::{Condition, Predicate};
 use crate::prune::planner::{
     plan_file, FileCatalog, FileIndexEvidence, FileToPlan, HeldFiles, PlanContext, SchemaAdapter,
 };
@@ -28,7 +28,8 @@ use crate::table::{TableOptions, TableSnapshot};
 
 #[derive(Debug, Clone)]
 pub struct ScanOptions {
-    pub predicate: Option<String>,
+    /// The condition rows must satisfy (SQL text or the structured form).
+    pub predicate: Option<Condition>,
     pub columns: Option<Vec<String>>,
     pub batch_size: usize,
     pub threads: usize,
@@ -84,7 +85,7 @@ pub struct Scan {
     /// Planning counters, and reading counters that grow as the stream is consumed.
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) predicate: Option<Predicate>,
-    pub(crate) where_text: Option<String>,
+    pub(crate) where_text: Option<Condition>,
     /// The `explain()` lines of the first planned files.
     pub(crate) summaries: Vec<String>,
     /// Planned files in all (those beyond `summaries` are counted, not described).
@@ -332,7 +333,7 @@ impl Scan {
             warmed,
         } = sources;
         let now_ns = opts.now_ns.unwrap_or_else(now_ns);
-        let predicate = binding.bind_read(opts.predicate.as_deref(), opts.keys.as_ref(), now_ns)?;
+        let predicate = binding.bind_read(opts.predicate.as_ref(), opts.keys.as_ref(), now_ns)?;
         let shape = binding.output_shape(opts.columns.as_deref(), opts.batch_size)?;
         let shape = if opts.string_view {
             shape.viewed()

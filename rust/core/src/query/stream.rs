@@ -566,7 +566,7 @@ mod tests {
         let read = |threads: usize, predicate: Option<&str>| {
             let opts = ScanOptions {
                 threads,
-                predicate: predicate.map(String::from),
+                predicate: predicate.map(Into::into),
                 ..Default::default()
             };
             let cache = MetadataCache::new(1 << 24);

@@ -450,7 +450,7 @@ impl Scan {
                         // The keys of a keyed read filter the rows here too, so a task
                         // returns only the semi join's rows.
                         let predicate = binding.bind_read(
-                            opts.predicate.as_deref(),
+                            opts.predicate.as_ref(),
                             opts.keys.as_ref(),
                             now_ns,
                         )?;

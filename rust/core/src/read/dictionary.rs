@@ -208,12 +208,14 @@ fn fetch_with_pages(chunk: &ColumnChunkMetaData, first_page_selected: bool) -> b
 
 /// Reader metadata holding only row group `rg`, in which the chunks of `leaves` have no
 /// dictionary page (they start at their first data page), for a read that decodes only
-/// plain pages of those chunks. The reader then reads row group 0 of it.
+/// plain pages of those chunks. The reader then reads row group 0 of it, in the types of
+/// `reader` (the file's reader metadata).
 pub(crate) fn without_dictionaries(
-    md: &ParquetMetaData,
+    reader: &ArrowReaderMetadata,
     rg: usize,
     leaves: &[usize],
 ) -> Result<ArrowReaderMetadata> {
+    let md = reader.metadata();
     let row_group = md.row_group(rg);
     let mut columns = Vec::with_capacity(row_group.num_columns());
     for (leaf, chunk) in row_group.columns().iter().enumerate() {
@@ -248,6 +250,8 @@ pub(crate) fn without_dictionaries(
         .set_column_index(md.column_index().map(|ci| vec![ci[rg].clone()]))
         .set_offset_index(md.offset_index().map(|oi| vec![oi[rg].clone()]))
         .build();
-    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+    let options = ArrowReaderOptions::new()
+        .with_page_index_policy(PageIndexPolicy::Optional)
+        .with_schema(reader.schema().clone());
     Ok(ArrowReaderMetadata::try_new(Arc::new(one), options)?)
 }

@@ -309,8 +309,8 @@ pub fn read_unit(
         (planned.reader_metadata.clone(), rg)
     } else {
         metrics.dictionary_pages_skipped.add(skipped.len() as u64);
-        let one =
-            dictionary::without_dictionaries(&md, rg, &skipped).map_err(|e| e.in_file(&path))?;
+        let one = dictionary::without_dictionaries(&planned.reader_metadata, rg, &skipped)
+            .map_err(|e| e.in_file(&path))?;
         (one, 0)
     };
 

@@ -132,7 +132,7 @@ impl ColumnAcc {
                 }
                 Ok(())
             }
-            Domain::Utf8 | Domain::Binary => {
+            Domain::Utf8 | Domain::Binary | Domain::Uuid => {
                 let bytes = arrow_cast::cast(&array, &DataType::LargeBinary)?;
                 for b in bytes.as_binary::<i64>().iter().flatten() {
                     self.count += 1;

@@ -48,7 +48,7 @@ use select::{parse_select, Call, Func};
 pub struct AggregateOptions {
     /// The select list, e.g. `count(*), sum(x)`.
     pub select: String,
-    pub predicate: Option<String>,
+    pub predicate: Option<crate::predicate::Condition>,
     pub threads: usize,
     pub now_ns: Option<i128>,
     /// The version of a Delta table read, and its storage options.
