@@ -3,7 +3,9 @@
 Each module of ``rust/core/src`` sits in a layer (``LAYERS``); a file may use items of its
 own layer or of layers below it, never above. And whatever the layers allow, the graph of
 file-to-file imports must have no cycle. Test modules (``#[cfg(test)]`` to the end of the
-file) are left out: tests sit on top of everything.
+file) are left out: tests sit on top of everything. Every form of path is followed:
+``crate::``, ``super::`` (any number of them), ``self::``, and ``use child::...`` of a module
+the file declares; comments are not code.
 
     python scripts/check_layers.py [--graph]
 
@@ -48,7 +50,20 @@ FORBIDDEN: dict[str, set[str]] = {
     "plan": {"prune", "index", "catalog", "table", "source", "read"},
 }
 
-USE = re.compile(r"\bcrate::((?:[a-z_][a-z0-9_]*::)*)(\{[^;]*?\}|[a-zA-Z_][a-zA-Z0-9_]*)", re.S)
+#: A path from the crate root, the parent module or this one: its leading keywords and
+#: modules, then the last segment (or a braced list of them).
+PATH = re.compile(
+    r"(?<![A-Za-z0-9_:])((?:crate|super|self)(?:::(?:super|[a-z_][a-z0-9_]*))*)::"
+    r"(\{[^;]*?\}|[a-zA-Z_][a-zA-Z0-9_]*)",
+    re.S,
+)
+#: A child module the file declares (``mod x;``), and a ``use`` of a path starting there.
+CHILD = re.compile(r"^\s*(?:pub(?:\([a-z]+\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;", re.M)
+USE_CHILD = re.compile(
+    r"\buse\s+([a-z_][a-z0-9_]*)((?:::[a-z_][a-z0-9_]*)*)::(\{[^;]*?\}|[a-zA-Z_][a-zA-Z0-9_]*)",
+    re.S,
+)
+COMMENT = re.compile(r"//[^\n]*")
 
 
 def module_of(path: Path) -> tuple[str, ...]:
@@ -64,9 +79,25 @@ def without_tests(text: str) -> str:
     return text if at is None else text[: at.start()]
 
 
-def targets(prefix: str, tail: str) -> list[tuple[str, ...]]:
-    """Module paths named by one ``crate::`` path (braces expanded one level deep)."""
-    base = tuple(p for p in prefix.split("::") if p)
+def absolute(module: tuple[str, ...], is_dir: bool, head: str) -> tuple[str, ...]:
+    """The module a path's leading keywords and modules name, seen from ``module`` (a
+    ``mod.rs`` when ``is_dir``: its ``super`` is its parent, as for any file)."""
+    base = module
+    for seg in head.split("::"):
+        if seg == "crate":
+            base = ()
+        elif seg == "super":
+            base = base[:-1]
+        elif seg == "self":
+            pass
+        else:
+            base = (*base, seg)
+    _ = is_dir
+    return base
+
+
+def targets(base: tuple[str, ...], tail: str) -> list[tuple[str, ...]]:
+    """Module paths named by one path (braces expanded one level deep)."""
     if not tail.startswith("{"):
         return [(*base, tail)]
     out = []
@@ -96,17 +127,65 @@ def resolve(path: tuple[str, ...], files: dict[tuple[str, ...], Path]) -> tuple[
     return None
 
 
+def reexports(
+    files: dict[tuple[str, ...], Path],
+) -> dict[tuple[tuple[str, ...], str], tuple[str, ...]]:
+    """(module, name) -> the path a module's ``pub use`` gives that name: a file that uses
+    ``crate::io::IoStats`` uses the file defining it, not ``io``'s ``mod.rs``."""
+    out: dict[tuple[tuple[str, ...], str], tuple[str, ...]] = {}
+    for module, path in files.items():
+        text = COMMENT.sub("", without_tests(path.read_text()))
+        here = () if module == ("lib",) else module
+        for m in re.finditer(r"\bpub(?:\([a-z]+\))?\s+use\s+([^;]+);", text, re.S):
+            body = m.group(1).strip()
+            head, _, tail = body.rpartition("::")
+            if not head:
+                continue
+            first = head.split("::")[0]
+            base = (
+                absolute(here, False, head)
+                if first in ("crate", "super", "self")
+                else (*here, *head.split("::"))
+            )
+            for target in targets(base, tail):
+                leaf = target[-1].split(" as ")[-1].strip()
+                out[(module, leaf)] = tuple(t.split(" as ")[0].strip() for t in target)
+    return out
+
+
 def graph() -> tuple[dict[tuple[str, ...], set[tuple[str, ...]]], dict[tuple[str, ...], Path]]:
     files = {module_of(p): p for p in SRC.rglob("*.rs")}
     files[("lib",)] = files.pop((), SRC / "lib.rs") if () in files else SRC / "lib.rs"
+    exported = reexports(files)
+
+    def through(target: tuple[str, ...]) -> tuple[str, ...] | None:
+        found = resolve(target, files)
+        seen = 0
+        while found is not None and len(target) > len(found) and seen < 8:
+            via = exported.get((found, target[len(found)]))
+            if via is None:
+                break
+            target = (*via, *target[len(found) + 1 :])
+            found = resolve(target, files)
+            seen += 1
+        return found
+
     edges: dict[tuple[str, ...], set[tuple[str, ...]]] = defaultdict(set)
     for module, path in files.items():
-        text = without_tests(path.read_text())
-        for m in USE.finditer(text):
-            for target in targets(m.group(1), m.group(2)):
-                found = resolve(target, files)
-                if found is not None and found != module:
-                    edges[module].add(found)
+        text = COMMENT.sub("", without_tests(path.read_text()))
+        here = () if module == ("lib",) else module
+        named = []
+        for m in PATH.finditer(text):
+            named.extend(targets(absolute(here, path.name == "mod.rs", m.group(1)), m.group(2)))
+        children = set(CHILD.findall(text))
+        for m in USE_CHILD.finditer(text):
+            if m.group(1) in children:
+                head = (*here, m.group(1), *[p for p in m.group(2).split("::") if p])
+                named.extend(targets(head, m.group(3)))
+        for target in named:
+            found = through(target)
+            if found is not None and found != module and found != ("lib",):
+                edges[module].add(found)
     return edges, files
 
 

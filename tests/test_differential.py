@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -62,6 +63,10 @@ METRIC_KEYS = (
 MAX_REPORTED_FAILURES = 6
 MAX_REPORTED_ROWS = 5
 SHRINK_BUDGET = 150  # scans spent shrinking one failing predicate
+
+#: Whether units are read by the parquet crate's stock reader (``PQINDEX_DECODE=stock``):
+#: rows are the same, but pqindex's probes and decoders do not run, so their counters stay 0.
+STOCK_DECODING = os.environ.get("PQINDEX_DECODE") == "stock"
 
 
 def require_pqindex() -> None:
@@ -735,7 +740,8 @@ def test_bloom_filter_prunes_absent_values(writer: str, data_dir: Path, duckdb_c
         metrics = scan_and_compare(path, where, duckdb_con)
         assert metrics["rows_matched"] == 0
         ruled_out = metrics["row_groups_pruned_by_bloom"] + metrics["units_pruned_by_dictionary"]
-        assert ruled_out > 0, (where, metrics)
+        # The stock reader asks no dictionary page (it is one of pqindex's probes).
+        assert ruled_out > 0 or STOCK_DECODING, (where, metrics)
     # payload is in row order: the page index leaves a few small pages of the row groups
     # statistics keep; a filter is read only where those cost more than it does.
     metrics = scan_and_compare(path, "\"payload\" = 'row-1234x'", duckdb_con)

@@ -24,7 +24,7 @@ from pqindex import _native
 from pqindex._errors import NotFoundError, SourceError, UnsupportedError
 
 if TYPE_CHECKING:
-    from pqindex._native import Where
+    from pqindex._native import Decode, Where
 
 # The name every index file pqindex writes starts with; others' statistics files are not
 # pqindex's to replace or remove.
@@ -313,6 +313,7 @@ def scan(
     on: Sequence[str] | None = None,
     read_ahead: int | None = None,
     string_view: bool = False,
+    decode: Decode | None = None,
 ) -> Any:
     """A pqindex scan of an Iceberg table's snapshot (see the module doc). The object
     store is reached with the table's FileIO properties, ``options`` over them."""
@@ -326,6 +327,7 @@ def scan(
         on=None if on is None else list(on),
         read_ahead=read_ahead,
         string_view=string_view,
+        decode=decode,
     )
 
 

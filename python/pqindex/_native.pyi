@@ -19,6 +19,8 @@ Source = StrPath | Sequence[StrPath]
 StorageOptions = Mapping[str, str | int | float | bool]
 # A condition: SQL text as DuckDB reads it, or the structured form (docs/predicates.md).
 Where = str | dict[str, Any]
+# Who decodes pages: pqindex's decoders, or the parquet crate's stock reader alone.
+Decode = Literal["pqindex", "stock"]
 
 __version__: str
 #: A scan's counter names, in the order ``Scan.metrics()`` gives them.
@@ -186,6 +188,7 @@ def scan(
     on: Sequence[str] | None = None,
     read_ahead: int | None = None,
     string_view: bool = False,
+    decode: Decode | None = None,
 ) -> Scan: ...
 def scan_table(
     files: _ArrowStream | _ArrowArray | None,
@@ -204,6 +207,7 @@ def scan_table(
     cache_key: str | None = None,
     read_ahead: int | None = None,
     string_view: bool = False,
+    decode: Decode | None = None,
 ) -> Scan:
     """Plan a scan of a table snapshot planned elsewhere (an Iceberg table's): ``files`` one
     row per data file (path, size, records, deleted positions, ``min:``/``max:``/``nulls:``
@@ -224,6 +228,7 @@ def read_units(
     read_ahead: int | None = None,
     keys: _ArrowStream | _ArrowArray | None = None,
     on: Sequence[str] | None = None,
+    decode: Decode | None = None,
 ) -> Scan: ...
 def set_read_ahead(read_ahead_bytes: int) -> None:
     """Bound what a scan's stream holds for row groups ahead of the consumer (fetched pages

@@ -12,7 +12,7 @@ from pqindex._errors import InvalidArgumentError
 from pqindex._keys import key_columns, key_table
 
 if TYPE_CHECKING:
-    from pqindex._native import Scan, StorageOptions, Where
+    from pqindex._native import Decode, Scan, StorageOptions, Where
 
 
 def timestamp_ms(value: Any) -> int | None:
@@ -54,6 +54,7 @@ def scan(
     on: str | Sequence[str] | None = None,
     read_ahead: int | None = None,
     string_view: bool = False,
+    decode: Decode | None = None,
 ) -> Scan:
     """Plan a scan of ``source``, pruning with ``where`` (SQL as DuckDB reads it).
 
@@ -79,6 +80,11 @@ def scan(
     every value, which makes wide reads of string columns cheaper. Nested strings (in
     lists and structs) keep their type. Ask for views when handing the scan to polars
     (``polars.DataFrame(scan)``), which otherwise converts every string into a view.
+
+    ``decode="stock"`` reads every unit with the parquet crate's own reader (its row
+    selection and row filter) instead of pqindex's decoders: the same rows, usually
+    slower; for checking a result against the crate's reading (``PQINDEX_DECODE=stock`` in
+    the environment does the same for every scan).
     """
     from pqindex import _iceberg
 
@@ -102,6 +108,7 @@ def scan(
             on=on_columns,
             read_ahead=read_ahead,
             string_view=string_view,
+            decode=decode,
         )
         return planned
     if snapshot_id is not None:
@@ -120,4 +127,5 @@ def scan(
         on=on_columns,
         read_ahead=read_ahead,
         string_view=string_view,
+        decode=decode,
     )

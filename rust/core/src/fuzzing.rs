@@ -210,7 +210,7 @@ pub fn page_header(bytes: &[u8]) -> Result<()> {
 /// window must be those bytes (or the window refused, where the stream reaches back
 /// across a block); a difference panics.
 pub fn snappy_start(bytes: &[u8]) -> Result<()> {
-    use crate::read::snappy_prefix::{snappy_prefix, snappy_window, BLOCK};
+    use crate::read::decode::snappy_prefix::{snappy_prefix, snappy_window, BLOCK};
     let [a, b, body @ ..] = bytes else {
         return Ok(());
     };

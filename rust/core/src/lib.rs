@@ -38,6 +38,7 @@ pub const METRIC_NAMES: &[&str] = plan::Metrics::NAMES;
 /// The counters reading a scan's units adds to (what Spark's executors report back).
 pub const READ_METRIC_NAMES: &[&str] = plan::Metrics::READING;
 
+pub use plan::Decoding;
 pub use predicate::keys::KeySpec;
 pub use predicate::Condition;
 pub use query::aggregate::{aggregate, aggregate_table, AggregateOptions, Aggregation};
@@ -98,6 +99,6 @@ pub mod bench {
     pub use crate::predicate::{bind, sql, BindSchema, Predicate};
     pub use crate::prune::page_index::row_ranges;
     pub use crate::prune::parquet_bloom::leaf_may_match;
-    pub use crate::read::snappy_prefix::snappy_prefix;
+    pub use crate::read::decode::snappy_prefix::snappy_prefix;
     pub use crate::write::properties;
 }

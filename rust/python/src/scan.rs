@@ -177,7 +177,7 @@ impl PyScan {
 /// Read `units` (rows of `Scan.units()`, from a plan made elsewhere) with the planning
 /// scan's `where`, `columns` and `now_ns`.
 #[pyfunction]
-#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None, catalog=None, storage_options=None, read_ahead=None, keys=None, on=None))]
+#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None, catalog=None, storage_options=None, read_ahead=None, keys=None, on=None, decode=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn read_units(
     py: Python<'_>,
@@ -192,9 +192,11 @@ pub fn read_units(
     read_ahead: Option<usize>,
     keys: Option<AnyRecordBatch>,
     on: Option<Vec<String>>,
+    decode: Option<String>,
 ) -> PyResult<PyScan> {
     let keys = key_spec(keys, on)?;
     let opts = ScanOptions {
+        decoding: decoding(decode)?,
         predicate: crate::condition::condition(r#where),
         columns,
         batch_size,
@@ -242,7 +244,7 @@ pub fn read_units(
 /// Plan a scan of `source` (loose Parquet files, or a Delta table's directory at
 /// `version` or as of `timestamp_ms`), pruning with `where`.
 #[pyfunction]
-#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None, version=None, timestamp_ms=None, keys=None, on=None, read_ahead=None, string_view=false))]
+#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None, version=None, timestamp_ms=None, keys=None, on=None, read_ahead=None, string_view=false, decode=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan(
     py: Python<'_>,
@@ -259,10 +261,12 @@ pub fn scan(
     on: Option<Vec<String>>,
     read_ahead: Option<usize>,
     string_view: bool,
+    decode: Option<String>,
 ) -> PyResult<PyScan> {
     configure_storage(&source.0, storage_options.as_ref())?;
     let keys = key_spec(keys, on)?;
     let opts = ScanOptions {
+        decoding: decoding(decode)?,
         predicate: crate::condition::condition(r#where),
         columns,
         batch_size,
@@ -291,7 +295,7 @@ pub fn scan(
 /// manifests): `files` one row per data file (see `table::files`), `schema` the table's
 /// columns with their field ids.
 #[pyfunction]
-#[pyo3(signature = (files, schema, *, root, version, index_files=Vec::new(), r#where=None, columns=None, batch_size=65536, threads=None, storage_options=None, keys=None, on=None, cache_key=None, read_ahead=None, string_view=false))]
+#[pyo3(signature = (files, schema, *, root, version, index_files=Vec::new(), r#where=None, columns=None, batch_size=65536, threads=None, storage_options=None, keys=None, on=None, cache_key=None, read_ahead=None, string_view=false, decode=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan_table(
     py: Python<'_>,
@@ -310,6 +314,7 @@ pub fn scan_table(
     cache_key: Option<String>,
     read_ahead: Option<usize>,
     string_view: bool,
+    decode: Option<String>,
 ) -> PyResult<PyScan> {
     let keys = key_spec(keys, on)?;
     let snapshot = table_snapshot(
@@ -329,6 +334,7 @@ pub fn scan_table(
         keys,
         read_ahead,
         string_view,
+        decoding: decoding(decode)?,
         ..Default::default()
     };
     let planned = run_blocking(py, move |cancel| {
@@ -445,4 +451,19 @@ pub fn set_read_ahead(read_ahead_bytes: usize) {
 #[pyfunction]
 pub fn read_ahead() -> usize {
     pqindex_core::read_ahead()
+}
+
+/// `decode=`: "pqindex" (its own decoders where faster) or "stock" (the parquet crate's
+/// reader alone); the environment's `PQINDEX_DECODE` when not given.
+fn decoding(name: Option<String>) -> PyResult<pqindex_core::Decoding> {
+    match name.as_deref() {
+        None => Ok(pqindex_core::Decoding::from_env()),
+        Some("pqindex") => Ok(pqindex_core::Decoding::Pqindex),
+        Some("stock") => Ok(pqindex_core::Decoding::Stock),
+        Some(other) => Err(crate::error::to_py_err(
+            pqindex_core::Error::InvalidArgument(format!(
+                "decode must be \"pqindex\" or \"stock\", not {other:?}"
+            )),
+        )),
+    }
 }

@@ -569,6 +569,17 @@ pub(crate) fn temp_path(target: &std::path::Path) -> std::path::PathBuf {
     target.with_file_name(format!(".{name}.{}-{n}.pqindex-tmp", std::process::id()))
 }
 
+impl FileIdentity {
+    /// The identity of `path` now: a `stat`, or a HEAD request for an object.
+    pub fn stat(path: &str) -> Result<Self> {
+        if object::is_remote(path) {
+            return object::locate(path)?.head();
+        }
+        let md = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        Ok(Self::of_metadata(path, &md))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// What tells one version of a file from another. Size and modification time alone miss a
 /// rewrite within the timestamp granularity; the inode catches a replace-by-rename and the
@@ -58,15 +58,6 @@ impl FileIdentity {
             .iter()
             .map(|e| e.map(str::to_string))
             .collect())
-    }
-
-    /// The identity of `path` now: a `stat`, or a HEAD request for an object.
-    pub fn stat(path: &str) -> Result<Self> {
-        if crate::io::object::is_remote(path) {
-            return crate::io::object::locate(path)?.head();
-        }
-        let md = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
-        Ok(Self::of_metadata(path, &md))
     }
 
     /// Which part of the identity differs, for error messages.

@@ -13,5 +13,5 @@ pub use access::AccessPlan;
 pub use columns::ColumnMap;
 pub use metrics::{Counter, Metrics};
 pub use row_ranges::RowRanges;
-pub use shape::{OutputColumn, OutputShape};
+pub use shape::{Decoding, OutputColumn, OutputShape};
 pub use unit::{needed_leaves, PlannedFile, ScanUnit};

@@ -11,6 +11,29 @@ pub struct OutputShape {
     /// Per output column: a root column of the file, or a partition column.
     pub columns: Vec<OutputColumn>,
     pub batch_size: usize,
+    /// Who decodes the pages.
+    pub decoding: Decoding,
+}
+
+/// Who decodes a unit's pages: pqindex's own decoders where they are faster (the default),
+/// or the parquet crate's stock reader alone, with its row selection and row filter: the
+/// oracle a wrong row is bisected with ("ours or the crate's"), and what an upgrade of the
+/// crate is checked against. `PQINDEX_DECODE=stock` in the environment picks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Decoding {
+    #[default]
+    Pqindex,
+    Stock,
+}
+
+impl Decoding {
+    /// The mode `PQINDEX_DECODE` names (`stock` or `pqindex`); the default otherwise.
+    pub fn from_env() -> Decoding {
+        match std::env::var("PQINDEX_DECODE").as_deref() {
+            Ok("stock") => Decoding::Stock,
+            _ => Decoding::Pqindex,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +111,7 @@ mod tests {
             schema: Arc::new(Schema::new(fields)),
             columns: (0..types.len()).map(OutputColumn::Root).collect(),
             batch_size: 10,
+            decoding: Decoding::Pqindex,
         };
         let viewed = shape.viewed();
         let got: Vec<DataType> = viewed

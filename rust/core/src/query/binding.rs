@@ -165,6 +165,7 @@ impl Binding {
             schema: Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone())),
             columns,
             batch_size,
+            decoding: crate::plan::Decoding::default(),
         })
     }
 

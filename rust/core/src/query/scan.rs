@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::index::evidence::EmbeddedIndexes;
 use crate::io::{IoStats, StorageFile};
 use crate::metadata::MetadataCache;
-use crate::plan::{Metrics, OutputShape, ScanUnit};
+use crate::plan::{Decoding, Metrics, OutputShape, ScanUnit};
 use crate::predicate::keys::KeySpec;
 use crate::predicate::{Condition, Predicate};
 use crate::prune::planner::{
@@ -47,6 +47,8 @@ pub struct ScanOptions {
     /// Output string and binary columns as Arrow views (`Utf8View`, `BinaryView`), which
     /// a dictionary-encoded or plain page decodes into without copying each value.
     pub string_view: bool,
+    /// Who decodes pages: pqindex's decoders, or the parquet crate's stock reader alone.
+    pub decoding: Decoding,
 }
 
 impl Default for ScanOptions {
@@ -62,6 +64,7 @@ impl Default for ScanOptions {
             keys: None,
             read_ahead: None,
             string_view: false,
+            decoding: Decoding::from_env(),
         }
     }
 }
@@ -334,7 +337,8 @@ impl Scan {
         } = sources;
         let now_ns = opts.now_ns.unwrap_or_else(now_ns);
         let predicate = binding.bind_read(opts.predicate.as_ref(), opts.keys.as_ref(), now_ns)?;
-        let shape = binding.output_shape(opts.columns.as_deref(), opts.batch_size)?;
+        let mut shape = binding.output_shape(opts.columns.as_deref(), opts.batch_size)?;
+        shape.decoding = opts.decoding;
         let shape = if opts.string_view {
             shape.viewed()
         } else {

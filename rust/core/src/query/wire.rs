@@ -454,8 +454,9 @@ impl Scan {
                             opts.keys.as_ref(),
                             now_ns,
                         )?;
-                        let shape =
+                        let mut shape =
                             binding.output_shape(opts.columns.as_deref(), opts.batch_size)?;
+                        shape.decoding = opts.decoding;
                         bound = Some((binding, predicate, shape));
                     }
                     let (binding, predicate, _) = bound.as_ref().expect("bound above");

@@ -12,7 +12,7 @@
 //! pages (it is needed) or after their headers were read (it may not be). A large
 //! dictionary of a local file whose few selected pages use only some of its entries is
 //! not fetched here at all: the chunk's reader fetches it only as far as they need
-//! ([`super::chunk_pages`]).
+//! ([`crate::read::decode::chunk_pages`]).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -29,7 +29,7 @@ use crate::metadata::dictionary_page::only_dictionary_pages;
 use crate::metadata::page_header::needs_dictionary;
 use crate::metadata::page_index::{dictionary_range, offset_index, page_boundaries};
 use crate::plan::RowRanges;
-use crate::read::chunk_pages::dictionary_in_part;
+use crate::read::decode::chunk_pages::dictionary_in_part;
 use crate::read::shared_pages::SharedPages;
 
 /// Fetch the pages of `leaves` in row group `rg` that hold `selected` rows, each

@@ -9,24 +9,17 @@
 //! in which order to evaluate, and shapes the output (column order, partition columns).
 
 mod adapt;
-mod chunk_pages;
+pub(crate) mod batches;
+pub(crate) mod decode;
 mod dictionary;
-mod dictionary_prefix;
-mod dictionary_probe;
-mod dictionary_strings;
-mod integer_columns;
-mod page_buffers;
-mod page_codec;
 pub mod page_guard;
-mod page_prefix;
 mod parallel_columns;
-mod plain_probe;
 mod predicate_first;
+mod probe;
 pub mod shared_pages;
-pub(crate) mod snappy_prefix;
 pub mod split;
+mod stock;
 mod views;
-mod whole_page;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -35,8 +28,7 @@ use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{ArrowError, DataType};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
-    ArrowPredicate, ArrowPredicateFn, ArrowReaderMetadata, ParquetRecordBatchReaderBuilder,
-    RowFilter, RowSelection, RowSelectionPolicy,
+    ArrowPredicate, ArrowPredicateFn, RowFilter, RowSelectionPolicy,
 };
 use parquet::arrow::ProjectionMask;
 
@@ -46,11 +38,14 @@ use crate::error::{Error, Result};
 use crate::io::{IoStats, StorageFile};
 use crate::metadata::schema::leaves_of;
 use crate::plan::shape::view_of;
-use crate::plan::{Metrics, OutputColumn, OutputShape, PlannedFile, RowRanges, ScanUnit};
+use crate::plan::{Decoding, Metrics, OutputColumn, OutputShape, PlannedFile, RowRanges, ScanUnit};
 use crate::predicate::eval;
 use crate::predicate::expr::Predicate;
 use crate::predicate::value::{to_scalar_array, Value};
+use batches::reader_builder;
+use decode::{chunk_pages, dictionary_strings, integer_columns};
 use page_guard::PageGuard;
+use probe::{dictionary_probe, plain_probe};
 use shared_pages::{AlikePages, SharedPages};
 
 /// A prefetched file that remembers which offsets the page reader asked for, to count
@@ -183,6 +178,9 @@ pub fn read_unit(
     metrics: &Arc<Metrics>,
     shared: Option<&Arc<SharedPages>>,
 ) -> Result<Box<dyn Iterator<Item = Result<RecordBatch>> + Send + 'static>> {
+    if shape.decoding == Decoding::Stock {
+        return stock::read_unit(unit, shape, io, metrics);
+    }
     let planned = &unit.file;
     let path = planned.path.clone();
     let file = planned.open(io.clone())?;
@@ -317,7 +315,7 @@ pub fn read_unit(
     // Columns the output takes as views are read as views, by every path below.
     let reader_metadata = match view_roots(planned, shape) {
         v if v.is_empty() => reader_metadata,
-        v => predicate_first::viewed(&reader_metadata, &v).map_err(|e| e.in_file(&path))?,
+        v => batches::viewed(&reader_metadata, &v).map_err(|e| e.in_file(&path))?,
     };
 
     metrics.rows_scanned.add(ranges.row_count());
@@ -358,7 +356,7 @@ pub fn read_unit(
         }
         _ => None,
     };
-    let (reader_schema, inner): predicate_first::Batches = match &predicate {
+    let (reader_schema, inner): batches::Batches = match &predicate {
         Some(pred) if shares.is_some() || !reused.is_empty() => {
             let unit = predicate_first::Unit {
                 file: tracked,
@@ -438,7 +436,7 @@ pub fn read_unit(
                     .map(|&leaf| schema_descr.get_column_root_idx(leaf))
                     .filter(|r| !roots.contains(r))
                     .collect();
-                let reader_metadata = predicate_first::viewed(&reader_metadata, &tested_only)
+                let reader_metadata = batches::viewed(&reader_metadata, &tested_only)
                     .map_err(|e| e.in_file(&path))?;
                 reader_builder(
                     tracked,
@@ -453,7 +451,7 @@ pub fn read_unit(
                 .build()
             }
             .map_err(|e| Error::from(e).in_file(&path))?;
-            let batches: predicate_first::Batches = (
+            let batches: batches::Batches = (
                 arrow_array::RecordBatchReader::schema(&reader),
                 Box::new(reader),
             );
@@ -473,8 +471,37 @@ pub fn read_unit(
         }
     };
 
-    // Map the reader's columns to the requested order; a table column the file lacks
-    // has no position and reads as NULL.
+    Ok(shaped(
+        planned,
+        shape,
+        (reader_schema, inner),
+        Counted {
+            md,
+            row_group: rg,
+            offsets,
+            metrics: metrics.clone(),
+        },
+    ))
+}
+
+/// What a finished read counts: the pages of row group `row_group` it touched (their
+/// offsets), into `metrics`.
+struct Counted {
+    md: Arc<parquet::file::metadata::ParquetMetaData>,
+    row_group: usize,
+    offsets: Arc<Mutex<HashSet<u64>>>,
+    metrics: Arc<Metrics>,
+}
+
+/// A reader's batches of `planned` as the output `shape` wants them: its columns in the
+/// requested order (a table column the file lacks reads as NULL), partition values added,
+/// buffers cut to the rows.
+fn shaped(
+    planned: &PlannedFile,
+    shape: &OutputShape,
+    (reader_schema, inner): batches::Batches,
+    counted: Counted,
+) -> Box<dyn Iterator<Item = Result<RecordBatch>> + Send + 'static> {
     let positions: Vec<Option<usize>> = shape
         .columns
         .iter()
@@ -497,18 +524,17 @@ pub fn read_unit(
         .any(|f| matches!(f.data_type(), DataType::Utf8View | DataType::BinaryView));
     let table_columns = planned.columns.is_some();
     let partition_values = planned.partition_values.clone();
+    let path = planned.path.clone();
     let shape = shape.clone();
-    let metrics = metrics.clone();
-    let md_for_count = md.clone();
     let mut finished = false;
     let mut inner = inner;
-    Ok(Box::new(std::iter::from_fn(move || {
+    Box::new(std::iter::from_fn(move || {
         if finished {
             return None;
         }
         match inner.next() {
             Some(Ok(batch)) => {
-                metrics.rows_matched.add(batch.num_rows() as u64);
+                counted.metrics.rows_matched.add(batch.num_rows() as u64);
                 let shaped =
                     shape_batch(&batch, &shape, &positions, &partition_values, table_columns);
                 drop(batch);
@@ -525,11 +551,12 @@ pub fn read_unit(
             }
             None => {
                 finished = true;
-                count_pages(&md_for_count, rg, &offsets, &metrics);
+                let c = &counted;
+                count_pages(&c.md, c.row_group, &c.offsets, &c.metrics);
                 None
             }
         }
-    })))
+    }))
 }
 
 /// The file's root columns that `shape` outputs as views (string or binary columns of a
@@ -625,25 +652,6 @@ fn compact(batch: RecordBatch, batch_size: usize) -> RecordBatch {
         &RecordBatchOptions::new().with_row_count(Some(rows)),
     )
     .expect("the same columns")
-}
-
-/// A reader of `rows` (all when `None`) of one row group, `projection` only.
-fn reader_builder<F: ChunkReader + 'static>(
-    file: F,
-    metadata: ArrowReaderMetadata,
-    row_group: usize,
-    projection: ProjectionMask,
-    batch_size: usize,
-    rows: Option<RowSelection>,
-) -> ParquetRecordBatchReaderBuilder<F> {
-    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata)
-        .with_row_groups(vec![row_group])
-        .with_projection(projection)
-        .with_batch_size(batch_size);
-    match rows {
-        Some(rows) => builder.with_row_selection(rows),
-        None => builder,
-    }
 }
 
 /// Byte ranges of the pages of `leaves` that hold selected rows, with their dictionary
@@ -839,6 +847,7 @@ mod tests {
             schema: Arc::new(Schema::new(fields)),
             columns,
             batch_size: 1 << 16,
+            decoding: crate::plan::Decoding::from_env(),
         };
         let metrics = Arc::new(Metrics::default());
         let io = Arc::new(IoStats::default());

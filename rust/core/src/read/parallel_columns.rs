@@ -17,7 +17,7 @@
 //! the rows that do not match after: this costs little more than waiting and, unless no
 //! row matches, reads no page the matching rows would not. Other spare threads wait for
 //! the matching rows: of a Snappy or Zstandard page, only the start up to the last of
-//! them is decompressed ([`super::page_prefix`]), often a small part.
+//! them is decompressed ([`crate::read::decode::page_prefix`]), often a small part.
 
 use std::sync::Arc;
 
@@ -35,11 +35,12 @@ use crate::metadata::page_index::{dictionary_range, offset_index, page_boundarie
 use crate::metadata::schema::leaves_by_root;
 use crate::plan::Metrics;
 use crate::plan::RowRanges;
+use crate::read::batches::Batches;
 use crate::read::byte_ranges;
-use crate::read::chunk_pages;
+use crate::read::decode::chunk_pages;
+use crate::read::decode::dictionary_prefix::{cuttable, in_part, MAX_PAGES};
 use crate::read::dictionary::selected_pages;
-use crate::read::dictionary_prefix::{cuttable, in_part, MAX_PAGES};
-use crate::read::predicate_first::{mismatch, predicate_pass, slices, Batches, Matched, Unit};
+use crate::read::predicate_first::{mismatch, predicate_pass, slices, Matched, Unit};
 use crate::threads;
 
 /// Most selected rows (before the predicate) a unit may have to be read this way.
@@ -92,7 +93,7 @@ impl Selected<'_> {
     }
 
     /// Of `leaf`'s dictionary page, the bytes a read of a few pages is expected to leave
-    /// out (`super::dictionary_prefix`): on a column whose pages are in order, the pages
+    /// out (`crate::read::decode::dictionary_prefix`): on a column whose pages are in order, the pages
     /// up to the last selected one use about their share of it, the rest is left out.
     /// Elsewhere nothing is expected.
     fn dictionary_left_out(&self, leaf: usize) -> u64 {
@@ -130,7 +131,7 @@ impl Selected<'_> {
     }
 
     /// Whether any of `leaves` may have only the start of its pages decompressed, for the
-    /// matching rows alone (`super::page_prefix`): a share holding one is better read
+    /// matching rows alone (`crate::read::decode::page_prefix`): a share holding one is better read
     /// after the predicate pass than before it, from the whole pages.
     fn read_in_part(&self, leaves: &[usize]) -> bool {
         leaves.iter().any(|leaf| {

@@ -19,30 +19,21 @@ use arrow_schema::{ArrowError, DataType, Field, Fields, Schema, SchemaRef};
 use arrow_select::coalesce::BatchCoalescer;
 use arrow_select::concat::{concat, concat_batches};
 use arrow_select::filter::filter_record_batch;
-use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, RowSelection, RowSelectionPolicy,
-};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, RowSelection, RowSelectionPolicy};
 use parquet::arrow::ProjectionMask;
 use parquet::basic::Type as PhysicalType;
-use parquet::file::metadata::PageIndexPolicy;
 use parquet::file::reader::ChunkReader;
 use parquet::schema::types::SchemaDescriptor;
 
 use crate::error::Result;
 use crate::metadata::schema::primitive_leaf;
-use crate::plan::shape::view_of;
 use crate::plan::Metrics;
 use crate::predicate::eval;
 use crate::predicate::expr::Predicate;
-use crate::read::chunk_pages;
-use crate::read::dictionary_strings;
-use crate::read::integer_columns;
-
-/// Batches of the output roots, and their schema (the columns in no particular order).
-pub(super) type Batches = (
-    SchemaRef,
-    Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>,
-);
+use crate::read::batches::{retyped, viewed, Batches};
+use crate::read::decode::chunk_pages;
+use crate::read::decode::dictionary_strings;
+use crate::read::decode::integer_columns;
 
 /// What to read of one row group.
 pub(super) struct Unit<'a, F> {
@@ -418,49 +409,6 @@ fn narrowed(metadata: &ArrowReaderMetadata, keyed: &[usize]) -> Result<ArrowRead
         return Ok(metadata.clone());
     }
     Ok(retyped(metadata, narrow)?)
-}
-
-/// `metadata` with the string and binary columns among `roots` (top-level columns) read as
-/// views, for a predicate to test: a plain-encoded page then decodes into views of its own
-/// bytes, where a `Utf8` read copies every value and its offset into new buffers that the
-/// test reads once and drops. The rows kept for the output are cast back.
-pub(super) fn viewed(
-    metadata: &ArrowReaderMetadata,
-    roots: &[usize],
-) -> Result<ArrowReaderMetadata> {
-    let schema = metadata.schema();
-    let types: Vec<Option<DataType>> = (0..schema.fields().len())
-        .map(|i| match roots.contains(&i) {
-            true => view_of(schema.field(i).data_type()),
-            false => None,
-        })
-        .collect();
-    if types.iter().all(Option::is_none) {
-        return Ok(metadata.clone());
-    }
-    Ok(retyped(metadata, types)?)
-}
-
-/// `metadata` with each top-level column read in `types[i]` where that is set.
-pub(super) fn retyped(
-    metadata: &ArrowReaderMetadata,
-    types: Vec<Option<DataType>>,
-) -> Result<ArrowReaderMetadata, parquet::errors::ParquetError> {
-    let schema = metadata.schema();
-    let fields: Vec<Field> = schema
-        .fields()
-        .iter()
-        .zip(types)
-        .map(|(f, t)| match t {
-            Some(t) => f.as_ref().clone().with_data_type(t),
-            None => f.as_ref().clone(),
-        })
-        .collect();
-    let hinted = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
-    let options = ArrowReaderOptions::new()
-        .with_schema(hinted)
-        .with_page_index_policy(PageIndexPolicy::Optional);
-    ArrowReaderMetadata::try_new(metadata.metadata().clone(), options)
 }
 
 /// The narrower type root column `root` (of `data_type`) is read in, if any.

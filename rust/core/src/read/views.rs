@@ -3,7 +3,7 @@
 //! A view points into a buffer the reader decoded: a plain page or a dictionary, whole.
 //! After a selective read a batch's few rows would keep every such page alive, a needle's
 //! row a page of comments, so a view column holding more than twice the bytes its values
-//! take is compacted ([`StringViewArray::gc`]). Columns of values no longer than a view's
+//! take is compacted ([`arrow_array::StringViewArray::gc`]). Columns of values no longer than a view's
 //! 12 inline bytes, and those whose buffers their rows fill, are left as they are.
 
 use std::sync::Arc;

@@ -8,21 +8,13 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{Field, Schema};
 
+use super::aggregation::{Aggregation, MetadataCount};
 use super::select::{Call, Func};
-use super::Aggregation;
 use crate::error::Result;
 use crate::io::IoStats;
 use crate::metadata::MetadataCache;
 use crate::query::scan::{Scan, ScanOptions, ScanSource};
 use crate::table::{TableFile, TableSnapshot};
-
-/// The rows a metadata count stands for, and what it was made of.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct MetadataCount {
-    pub rows: u64,
-    pub files: u64,
-    pub deleted: u64,
-}
 
 /// `calls` over `snapshot` answered from its metadata, when every call is `count(*)`, no
 /// predicate narrows the rows and every file records its row count; `None` otherwise.

@@ -11,11 +11,11 @@
 //! line up), so a row the index answers for one column may be read for another.
 
 pub mod acc;
+mod aggregation;
 pub mod metadata;
 pub mod select;
 
 use std::collections::HashMap;
-use std::fmt::Write;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -40,7 +40,8 @@ use crate::prune::page_index::ColumnIndexes;
 use crate::query::scan::{Scan, ScanOptions, ScanSource};
 use crate::table::{TableOptions, TableSnapshot};
 use acc::{sum_unsupported, summable, ColumnAcc, Needs};
-use metadata::{counted, MetadataCount};
+pub use aggregation::{Aggregation, ColumnReport};
+use metadata::counted;
 use select::{parse_select, Call, Func};
 
 /// What to aggregate over which rows.
@@ -53,65 +54,6 @@ pub struct AggregateOptions {
     pub now_ns: Option<i128>,
     /// The version of a Delta table read, and its storage options.
     pub table: TableOptions,
-}
-
-/// The one-row result and how it was obtained.
-pub struct Aggregation {
-    pub batch: RecordBatch,
-    /// The scan that planned the work; its metrics count every byte read.
-    pub scan: Scan,
-    /// Per aggregated column: rows answered by its index and rows read.
-    pub columns: Vec<ColumnReport>,
-    pub indexes_read: u64,
-    pub warnings: Vec<String>,
-    /// Set when `count(*)` was answered from a table's metadata, no file opened.
-    pub from_metadata: Option<MetadataCount>,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct ColumnReport {
-    /// The column, or `*` for `count(*)` alone.
-    pub name: String,
-    pub rows_from_index: u64,
-    pub units_from_index: u64,
-    pub rows_to_read: u64,
-}
-
-impl Aggregation {
-    pub fn metrics(&self) -> Vec<(&'static str, u64)> {
-        let mut m = self.scan.metrics();
-        let sum = |f: fn(&ColumnReport) -> u64| self.columns.iter().map(f).sum::<u64>();
-        m.push(("rows_from_index", sum(|c| c.rows_from_index)));
-        m.push(("units_from_index", sum(|c| c.units_from_index)));
-        m.push(("rows_to_read", sum(|c| c.rows_to_read)));
-        m.push(("aggregate_indexes_read", self.indexes_read));
-        let counted = self.from_metadata.unwrap_or_default();
-        m.push(("rows_from_metadata", counted.rows));
-        m
-    }
-
-    pub fn explain(&self) -> String {
-        let mut s = self.scan.explain();
-        let _ = writeln!(s, "aggregates");
-        if let Some(c) = &self.from_metadata {
-            let _ = writeln!(
-                s,
-                "  *: {} rows from the record counts of {} files in the table's metadata, {} deleted rows left out",
-                c.rows, c.files, c.deleted
-            );
-        }
-        for c in &self.columns {
-            let _ = writeln!(
-                s,
-                "  {}: {} rows answered by {} units of its aggregates index, {} rows read",
-                c.name, c.rows_from_index, c.units_from_index, c.rows_to_read
-            );
-        }
-        for w in &self.warnings {
-            let _ = writeln!(s, "  warning: {w}");
-        }
-        s
-    }
 }
 
 /// One aggregated column (or `count(*)` alone) and its running state.
@@ -359,9 +301,10 @@ fn aggregate_planned(scan: Scan, calls: &[Call], cancel: &AtomicBool) -> Result<
             continue;
         }
         let columns: Vec<String> = g.col.iter().map(|c| c.name.clone()).collect();
-        let shape = scan
+        let mut shape = scan
             .binding
             .output_shape(Some(&columns), ScanOptions::default().batch_size)?;
+        shape.decoding = scan.shape.decoding;
         for batch in scan.stream_units(reads, shape) {
             if cancel.load(std::sync::atomic::Ordering::Relaxed) {
                 return Err(Error::Cancelled);

@@ -17,7 +17,7 @@
 //! of decoding every value into an array to compare it. The pages kept (usually none or
 //! one) are read again by the predicate pass. Only string and fixed-length binary columns
 //! are searched: integers decode about as fast as they are searched
-//! ([`super::integer_columns`]). A search that keeps most of its first pages stops, and
+//! ([`crate::read::decode::integer_columns`]). A search that keeps most of its first pages stops, and
 //! the rest of the chunk is read as before, so a common value costs a few pages twice.
 
 use std::ops::Range;
@@ -26,9 +26,6 @@ use memchr::memmem::Finder;
 use parquet::basic::{Compression, Type as PhysicalType};
 use parquet::file::metadata::ParquetMetaData;
 
-use super::page_guard::PageGuard;
-use super::shared_pages::SharedPages;
-use super::whole_page;
 use crate::error::Result;
 use crate::io::StorageFile;
 use crate::metadata::page_header::{PageSizes, DATA_PAGE};
@@ -36,6 +33,9 @@ use crate::metadata::page_index::{offset_index, page_boundaries};
 use crate::plan::{Metrics, RowRanges};
 use crate::predicate::expr::Predicate;
 use crate::predicate::plain::{encodings, probe_values};
+use crate::read::decode::whole_page;
+use crate::read::page_guard::PageGuard;
+use crate::read::shared_pages::SharedPages;
 
 /// Fewer candidate pages are not searched: the pages kept are decompressed twice, and a
 /// selection the page index narrowed this far is read quickly as it is.
@@ -49,7 +49,7 @@ const TRIAL_PAGES: usize = 8;
 const PLAIN: i64 = 0;
 
 /// What one search needs of the unit being read.
-pub(super) struct Chunk<'a> {
+pub(crate) struct Chunk<'a> {
     pub file: &'a StorageFile,
     pub guard: &'a PageGuard,
     pub md: &'a ParquetMetaData,
@@ -62,7 +62,7 @@ pub(super) struct Chunk<'a> {
 
 /// `ranges` without the rows of the pages that no conjunct of `pred` can hold a match in,
 /// or `None` when no page is ruled out.
-pub(super) fn narrowed(
+pub(crate) fn narrowed(
     chunk: &Chunk<'_>,
     pred: &Predicate,
     ranges: &RowRanges,

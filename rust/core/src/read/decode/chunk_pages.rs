@@ -1,6 +1,6 @@
 //! The pages of a column chunk for the arrow reader, Zstandard and Snappy pages
-//! decompressed here ([`super::page_codec`]) into buffers reused per thread
-//! ([`super::page_buffers`]).
+//! decompressed here ([`crate::read::decode::page_codec`]) into buffers reused per thread
+//! ([`crate::read::decode::page_buffers`]).
 //!
 //! The crate's page reader finds, fetches and decodes the pages (with the offset index
 //! where there is one, so skipped pages are never fetched). A Zstandard or Snappy chunk is
@@ -11,11 +11,11 @@
 //!
 //! Where a read uses only a few pages of a chunk and its dictionary is large, those pages
 //! are decompressed before the dictionary, so that only the dictionary entries they use
-//! are decompressed ([`super::dictionary_prefix`]). Such a dictionary page is fetched only
+//! are decompressed ([`crate::read::decode::dictionary_prefix`]). Such a dictionary page is fetched only
 //! as far as those entries: the crate's reader is handed its header and the start of its
 //! body ([`DictionaryHead`]), and the rest is fetched once the entries are known. A page
 //! whose rows a read takes only from its start has only its start decompressed
-//! ([`super::page_prefix`]).
+//! ([`crate::read::decode::page_prefix`]).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -34,18 +34,18 @@ use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescPtr;
 
-use super::dictionary_prefix::{
-    byte_arrays_end, cuttable, entry_width, keys_used, pages_read, MAX_PAGES, MIN_BYTES,
-};
-use super::page_buffers;
-use super::page_codec::{
-    page_limit, snappy_declared, snappy_into, snappy_len, zstd_declared, zstd_into, zstd_prefix,
-};
-use super::page_prefix::{page_start, Runs};
-use super::reader_builder;
-use super::snappy_prefix::{snappy_prefix, snappy_window, BLOCK as SNAPPY_BLOCK};
 use crate::metadata::page_header::page_sizes;
 use crate::metadata::page_index::offset_index;
+use crate::read::batches::reader_builder;
+use crate::read::decode::dictionary_prefix::{
+    byte_arrays_end, cuttable, entry_width, keys_used, pages_read, MAX_PAGES, MIN_BYTES,
+};
+use crate::read::decode::page_buffers;
+use crate::read::decode::page_codec::{
+    page_limit, snappy_declared, snappy_into, snappy_len, zstd_declared, zstd_into, zstd_prefix,
+};
+use crate::read::decode::page_prefix::{page_start, Runs};
+use crate::read::decode::snappy_prefix::{snappy_prefix, snappy_window, BLOCK as SNAPPY_BLOCK};
 
 /// A reader of `rows` (all when `None`) of row group `row_group` of `file`, `projection`
 /// only, in batches of `batch_size` rows, the rows picked as `policy` says; `Auto` by the
@@ -55,7 +55,7 @@ use crate::metadata::page_index::offset_index;
 /// `policy` would pick the rows differently (runs of rows where the default takes a
 /// mask, which decodes every page of the rows it spans where runs leave pages holding no
 /// selected row unfetched), the crate's builder reads instead, with its own pages.
-pub(super) fn reader<F: ChunkReader + 'static>(
+pub(crate) fn reader<F: ChunkReader + 'static>(
     file: F,
     metadata: &ArrowReaderMetadata,
     row_group: usize,
@@ -153,7 +153,7 @@ fn span_policy(rows: &RowSelection) -> RowSelectionPolicy {
 
 /// The pages of leaf column `leaf` in row group `rg` of `file`, for a read of
 /// `selected` rows (all when `None`), through a `mask` or as runs.
-pub(super) fn page_reader<F: ChunkReader + 'static>(
+pub(crate) fn page_reader<F: ChunkReader + 'static>(
     file: Arc<F>,
     md: &ParquetMetaData,
     rg: usize,
@@ -339,8 +339,8 @@ struct DictionaryHead {
 
 /// Whether a read of `pages` of the `of` data pages of `chunk`, whose dictionary page
 /// takes `len` bytes, fetches that page only as far as those pages use it: it is not to
-/// be fetched ahead then ([`super::dictionary::fetch_selected_pages`]).
-pub(super) fn dictionary_in_part(
+/// be fetched ahead then ([`crate::read::dictionary::fetch_selected_pages`]).
+pub(crate) fn dictionary_in_part(
     chunk: &ColumnChunkMetaData,
     pages: usize,
     of: usize,

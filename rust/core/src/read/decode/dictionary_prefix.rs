@@ -5,17 +5,17 @@
 //! dictionary's first entries. A lookup on such a column reads a page or two, yet would
 //! decompress and decode the whole dictionary page (up to 1 MiB on Spark's files) for a
 //! few thousand entries. When the pages a read may use are few, they are decompressed
-//! first ([`super::chunk_pages`]); the largest key they hold says how many entries they
+//! first ([`crate::read::decode::chunk_pages`]); the largest key they hold says how many entries they
 //! use, and only those are decompressed and handed to the reader as the dictionary. In
 //! the middle of such a chunk the smallest key counts too: entries of a fixed width in a
 //! Snappy page are decoded from the 64 KiB block holding it on
-//! ([`super::snappy_prefix::snappy_window`]), those before it left as filler that no
+//! ([`crate::read::decode::snappy_prefix::snappy_window`]), those before it left as filler that no
 //! page read may use.
 //!
 //! Entries of fixed width end at `k × width`; byte arrays are walked by their lengths,
 //! in a start decompressed to a guess from their mean size (all of it when the guess
 //! falls short, or when a Zstandard frame does not declare its size). The start of a
-//! page decompresses alone: Snappy's with [`super::snappy_prefix`], Zstandard's by
+//! page decompresses alone: Snappy's with [`crate::read::decode::snappy_prefix`], Zstandard's by
 //! stopping its stream.
 
 use bytes::Bytes;
@@ -30,17 +30,17 @@ use parquet::schema::types::ColumnDescriptor;
 
 /// Most pages a read may use for its dictionary to be cut: each is decompressed before
 /// the dictionary and held until the reader asks for it.
-pub(super) const MAX_PAGES: usize = 8;
+pub(crate) const MAX_PAGES: usize = 8;
 
 /// Dictionaries smaller than this (decompressed) are decompressed whole.
-pub(super) const MIN_BYTES: usize = 64 << 10;
+pub(crate) const MIN_BYTES: usize = 64 << 10;
 
 /// The data pages (by position in the offset index `locations`) that a read of
 /// `selection` of a chunk of `rows` rows decodes: those holding a selected row, or, for a
 /// reader selecting rows by a `mask`, every page from the first of them to the last.
 /// `None` when the read is of every row, of more than [`MAX_PAGES`] pages, or of all the
 /// chunk's pages.
-pub(super) fn pages_read(
+pub(crate) fn pages_read(
     locations: &[PageLocation],
     rows: u64,
     selection: Option<&RowSelection>,
@@ -84,7 +84,7 @@ pub(super) fn pages_read(
 
 /// Whether `chunk`'s dictionary can be cut: it has one, of values other than booleans,
 /// and its pages can be decompressed in part.
-pub(super) fn cuttable(chunk: &ColumnChunkMetaData) -> bool {
+pub(crate) fn cuttable(chunk: &ColumnChunkMetaData) -> bool {
     chunk.dictionary_page_offset().is_some()
         && chunk.column_descr().physical_type() != Type::BOOLEAN
         && in_part(chunk)
@@ -92,7 +92,7 @@ pub(super) fn cuttable(chunk: &ColumnChunkMetaData) -> bool {
 
 /// Whether the start of `chunk`'s pages can be decompressed alone: its codec's streams
 /// are written in order (Snappy, Zstandard).
-pub(super) fn in_part(chunk: &ColumnChunkMetaData) -> bool {
+pub(crate) fn in_part(chunk: &ColumnChunkMetaData) -> bool {
     matches!(
         chunk.compression(),
         Compression::SNAPPY | Compression::ZSTD(_)
@@ -101,7 +101,7 @@ pub(super) fn in_part(chunk: &ColumnChunkMetaData) -> bool {
 
 /// Where the first `entries` byte arrays of a plain-encoded dictionary end in `start`
 /// (each a 4-byte little-endian length and its bytes); `None` if `start` holds fewer.
-pub(super) fn byte_arrays_end(start: &[u8], entries: usize) -> Option<usize> {
+pub(crate) fn byte_arrays_end(start: &[u8], entries: usize) -> Option<usize> {
     let mut at = 0usize;
     for _ in 0..entries {
         let len = start.get(at..at.checked_add(4)?)?;
@@ -115,7 +115,7 @@ pub(super) fn byte_arrays_end(start: &[u8], entries: usize) -> Option<usize> {
 }
 
 /// Bytes of each dictionary entry of `column`, where all entries take the same.
-pub(super) fn entry_width(column: &ColumnDescriptor) -> Option<usize> {
+pub(crate) fn entry_width(column: &ColumnDescriptor) -> Option<usize> {
     match column.physical_type() {
         Type::INT32 | Type::FLOAT => Some(4),
         Type::INT64 | Type::DOUBLE => Some(8),
@@ -133,7 +133,7 @@ pub(super) fn entry_width(column: &ColumnDescriptor) -> Option<usize> {
 /// `most` or more (a cut no longer worth making), the smallest then counted only so far;
 /// `None` when the page is not dictionary encoded or holds no key; errors where the keys
 /// cannot be found.
-pub(super) fn keys_used(
+pub(crate) fn keys_used(
     page: &Page,
     column: &ColumnDescriptor,
     most: usize,

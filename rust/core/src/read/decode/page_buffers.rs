@@ -36,7 +36,7 @@ struct Pool {
 /// A buffer with room for at least `capacity` bytes: the smallest kept one that has it,
 /// else a new one with room to spare. Its length is how many of its bytes are initialised, which may be
 /// fewer than `capacity` (none, for a new one).
-pub(super) fn take(capacity: usize) -> Vec<u8> {
+pub(crate) fn take(capacity: usize) -> Vec<u8> {
     POOL.with(|pool| {
         let mut pool = pool.borrow_mut();
         let pool = pool.get_or_insert_with(Pool::default);
@@ -62,7 +62,7 @@ pub(super) fn take(capacity: usize) -> Vec<u8> {
 
 /// The first `len` bytes of `buffer` (all initialised) as a page's bytes; the buffer goes
 /// back to the pool of the thread that drops them.
-pub(super) fn page(buffer: Vec<u8>, len: usize) -> Bytes {
+pub(crate) fn page(buffer: Vec<u8>, len: usize) -> Bytes {
     debug_assert!(len <= buffer.len());
     let len = len.min(buffer.len());
     Bytes::from_owner(Kept { buffer, len })

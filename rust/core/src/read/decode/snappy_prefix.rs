@@ -1,6 +1,6 @@
 //! The first bytes of a raw Snappy stream, decompressed without the rest.
 //!
-//! A lookup that uses only a dictionary's first entries ([`super::dictionary_prefix`])
+//! A lookup that uses only a dictionary's first entries ([`crate::read::decode::dictionary_prefix`])
 //! needs only the start of its page. The `snap` crate decompresses whole streams only,
 //! so the start is decoded here: a raw Snappy stream is its length (a varint) and then
 //! literals and back-references, each written in turn, so decoding may stop as soon as

@@ -15,9 +15,6 @@ use std::collections::{HashMap, HashSet};
 use bytes::Bytes;
 use parquet::file::metadata::ParquetMetaData;
 
-use super::page_guard::PageGuard;
-use super::shared_pages::SharedPages;
-use super::whole_page;
 use crate::error::{Error, Result};
 use crate::io::StorageFile;
 use crate::metadata::dictionary_page::{any_plain_value, probe_range};
@@ -25,6 +22,9 @@ use crate::metadata::page_header::DICTIONARY_PAGE;
 use crate::plan::{Metrics, ScanUnit};
 use crate::predicate::expr::Predicate;
 use crate::predicate::plain::{encodings, probe_values};
+use crate::read::decode::whole_page;
+use crate::read::page_guard::PageGuard;
+use crate::read::shared_pages::SharedPages;
 
 /// Longer IN lists are not asked: a join's keys are left to bloom filters and indexes.
 const MAX_PROBED_VALUES: usize = 1024;
@@ -33,7 +33,7 @@ const MAX_PROBED_VALUES: usize = 1024;
 /// `pred`, by the dictionary pages of the chunks the unit's `dictionary_probes` name. The
 /// pages asked are fetched through `shared` when the read is one piece of a unit, and kept
 /// in `file` for the read.
-pub(super) fn rules_out(
+pub(crate) fn rules_out(
     file: &StorageFile,
     guard: &PageGuard,
     unit: &ScanUnit,
@@ -152,7 +152,7 @@ impl Probe<'_> {
     }
 
     /// The page is read with a codec kept per thread and its header checked first
-    /// ([`super::whole_page`]).
+    /// ([`crate::read::decode::whole_page`]).
     fn read(&self, index: usize) -> Result<Option<Dictionary>> {
         let Some(range) = probe_range(self.md, self.rg, index) else {
             return Ok(None);

@@ -7,7 +7,7 @@
 //! of its time making contexts. A thread here keeps one codec of each kind it meets, and
 //! one Zstandard decompression context. Snappy needs no context; its pages are
 //! decompressed here so that they can be written into reused buffers
-//! ([`super::page_buffers`]).
+//! ([`crate::read::decode::page_buffers`]).
 
 use std::cell::RefCell;
 
@@ -16,7 +16,7 @@ use parquet::compression::{create_codec, Codec, CodecOptionsBuilder};
 use parquet::errors::{ParquetError, Result};
 use zstd::zstd_safe::{self, DCtx, InBuffer, OutBuffer, ResetDirective};
 
-use super::page_guard::{most_uncompressed, MAX_PAGE_BYTES};
+use crate::read::page_guard::{most_uncompressed, MAX_PAGE_BYTES};
 
 thread_local! {
     /// Codecs of the compressions met so far on this thread.
@@ -27,7 +27,7 @@ thread_local! {
 
 /// `body` decompressed with `codec` into `size` bytes (a page header's declared size,
 /// which the page guard has bounded).
-pub(super) fn decompressed(codec: Compression, body: &[u8], size: usize) -> Result<Vec<u8>> {
+pub(crate) fn decompressed(codec: Compression, body: &[u8], size: usize) -> Result<Vec<u8>> {
     CODECS.with(|codecs| {
         let mut codecs = codecs.borrow_mut();
         let i = match codecs.iter().position(|(c, _)| *c == codec) {
@@ -56,7 +56,7 @@ pub(super) fn decompressed(codec: Compression, body: &[u8], size: usize) -> Resu
 /// nor [`MAX_PAGE_BYTES`], whatever a frame declares: the bounds the page guard sets on a
 /// page header's declared size. `expected` is room made first for frames that do not
 /// declare their size (parquet-java's), so that most pages need no second allocation.
-pub(super) fn zstd_into(body: &[u8], out: &mut Vec<u8>, expected: usize) -> Result<()> {
+pub(crate) fn zstd_into(body: &[u8], out: &mut Vec<u8>, expected: usize) -> Result<()> {
     ZSTD.with(|slot| {
         let mut slot = slot.borrow_mut();
         let dctx = slot.get_or_insert_with(DCtx::create);
@@ -115,7 +115,7 @@ pub(super) fn zstd_into(body: &[u8], out: &mut Vec<u8>, expected: usize) -> Resu
 
 /// Fill all of `out` with the start of what the Zstandard frames of `body` decompress
 /// to, decompressing no further.
-pub(super) fn zstd_prefix(body: &[u8], out: &mut [u8]) -> Result<()> {
+pub(crate) fn zstd_prefix(body: &[u8], out: &mut [u8]) -> Result<()> {
     ZSTD.with(|slot| {
         let mut slot = slot.borrow_mut();
         let dctx = slot.get_or_insert_with(DCtx::create);
@@ -139,7 +139,7 @@ pub(super) fn zstd_prefix(body: &[u8], out: &mut [u8]) -> Result<()> {
 
 /// The size the Zstandard frame `body` declares it decompresses to, if it declares one
 /// and holds no other frame.
-pub(super) fn zstd_declared(body: &[u8]) -> Option<usize> {
+pub(crate) fn zstd_declared(body: &[u8]) -> Option<usize> {
     let size = zstd_safe::get_frame_content_size(body).ok()??;
     let frame = zstd_safe::find_frame_compressed_size(body).ok()?;
     (frame == body.len())
@@ -149,12 +149,12 @@ pub(super) fn zstd_declared(body: &[u8]) -> Option<usize> {
 
 /// The size a raw Snappy `body` declares it decompresses to, refused where it passes what
 /// `body` can hold or [`MAX_PAGE_BYTES`]: the page guard's bounds on a page header.
-pub(super) fn snappy_len(body: &[u8]) -> Result<usize> {
+pub(crate) fn snappy_len(body: &[u8]) -> Result<usize> {
     snappy_declared(body, body.len())
 }
 
 /// [`snappy_len`] of a body of `whole` bytes of which only the start `head` is at hand.
-pub(super) fn snappy_declared(head: &[u8], whole: usize) -> Result<usize> {
+pub(crate) fn snappy_declared(head: &[u8], whole: usize) -> Result<usize> {
     let size = snap::raw::decompress_len(head)
         .map_err(|e| ParquetError::General(format!("corrupt Snappy page: {e}")))?;
     if size > page_limit(Compression::SNAPPY, whole) {
@@ -167,7 +167,7 @@ pub(super) fn snappy_declared(head: &[u8], whole: usize) -> Result<usize> {
 }
 
 /// Decompress the raw Snappy `body` into all of `out`, which [`snappy_len`] sized.
-pub(super) fn snappy_into(body: &[u8], out: &mut [u8]) -> Result<()> {
+pub(crate) fn snappy_into(body: &[u8], out: &mut [u8]) -> Result<()> {
     let written = snap::raw::Decoder::new()
         .decompress(body, out)
         .map_err(|e| ParquetError::General(format!("corrupt Snappy page: {e}")))?;
@@ -182,7 +182,7 @@ pub(super) fn snappy_into(body: &[u8], out: &mut [u8]) -> Result<()> {
 
 /// Most bytes a page of `compressed` bytes of `codec` may decompress to: what its bytes
 /// can hold, and at most [`MAX_PAGE_BYTES`] (the page guard's bounds on a header).
-pub(super) fn page_limit(codec: Compression, compressed: usize) -> usize {
+pub(crate) fn page_limit(codec: Compression, compressed: usize) -> usize {
     let compressed = i64::try_from(compressed).unwrap_or(i64::MAX);
     let most = most_uncompressed(codec, compressed).unwrap_or(i64::MAX);
     usize::try_from(most.min(MAX_PAGE_BYTES)).unwrap_or(0)

@@ -12,7 +12,7 @@
 //! are not selected, so never returned.
 //!
 //! A Snappy page of plain fixed-width values whose rows read start a 64 KiB block or more
-//! into its values is entered at that block instead ([`super::snappy_prefix::snappy_window`]):
+//! into its values is entered at that block instead ([`crate::read::decode::snappy_prefix::snappy_window`]):
 //! its levels and the values from the block on are decoded, those before left as zeros
 //! that no read takes (a needle's row in the middle of a Spark-written page).
 //!
@@ -29,16 +29,16 @@ use parquet::column::page::Page;
 use parquet::errors::Result;
 use parquet::schema::types::ColumnDescriptor;
 
-use super::dictionary_prefix::{byte_arrays_end, entry_width};
-use super::page_buffers;
-use super::page_codec::{page_limit, snappy_len, zstd_declared, zstd_prefix};
-use super::snappy_prefix::{snappy_prefix, snappy_window, BLOCK as SNAPPY_BLOCK};
+use crate::read::decode::dictionary_prefix::{byte_arrays_end, entry_width};
+use crate::read::decode::page_buffers;
+use crate::read::decode::page_codec::{page_limit, snappy_len, zstd_declared, zstd_prefix};
+use crate::read::decode::snappy_prefix::{snappy_prefix, snappy_window, BLOCK as SNAPPY_BLOCK};
 
 /// The rows a read by runs selects, as ranges in order.
-pub(super) struct Runs(Vec<Range<u64>>);
+pub(crate) struct Runs(Vec<Range<u64>>);
 
 impl Runs {
-    pub(super) fn of(selection: &RowSelection) -> Self {
+    pub(crate) fn of(selection: &RowSelection) -> Self {
         let mut runs = Vec::new();
         let mut at = 0u64;
         for s in selection.iter() {
@@ -54,7 +54,7 @@ impl Runs {
     /// The rows a reader selecting `selection` through a mask may decode: every row from
     /// the first selected to the last (it reads across the rows between, and never past
     /// the last).
-    pub(super) fn span(selection: &RowSelection) -> Self {
+    pub(crate) fn span(selection: &RowSelection) -> Self {
         let Runs(runs) = Runs::of(selection);
         let span = runs.first().zip(runs.last()).map(|(a, b)| a.start..b.end);
         Runs(span.into_iter().collect())
@@ -64,14 +64,14 @@ impl Runs {
     /// first up to the last selected; `None` when none is selected.
     /// How many rows of the page holding rows `first..end` come before the first one a
     /// read takes there; `None` when none is taken.
-    pub(super) fn before(&self, first: u64, end: u64) -> Option<u64> {
+    pub(crate) fn before(&self, first: u64, end: u64) -> Option<u64> {
         let at = self.0.partition_point(|r| r.end <= first);
         let run = self.0.get(at)?;
         let start = run.start.max(first);
         (start < end).then(|| start - first)
     }
 
-    pub(super) fn used(&self, first: u64, end: u64) -> Option<u64> {
+    pub(crate) fn used(&self, first: u64, end: u64) -> Option<u64> {
         if end <= first {
             return None;
         }
@@ -88,7 +88,7 @@ impl Runs {
 /// does not hold them: the page is then to be decompressed whole. The read takes none of
 /// the first `before` rows: a Snappy page of fixed-width values has the values before
 /// theirs left as filler where they fill a block or more ([`windowed`]).
-pub(super) fn page_start(
+pub(crate) fn page_start(
     page: &Page,
     codec: Compression,
     column: &ColumnDescriptor,

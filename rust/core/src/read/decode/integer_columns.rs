@@ -41,10 +41,10 @@ use parquet::errors::ParquetError;
 use parquet::file::reader::ChunkReader;
 use parquet::schema::types::ColumnDescriptor;
 
-use super::chunk_pages::page_reader;
-use super::predicate_first::Batches;
 use crate::metadata::page_index::{offset_index, page_boundaries};
 use crate::metadata::schema::primitive_leaf;
+use crate::read::batches::Batches;
+use crate::read::decode::chunk_pages::page_reader;
 
 /// Values decoded at a time, into buffers that stay in the cache.
 const CHUNK: usize = 1024;
@@ -137,7 +137,7 @@ fn output(data_type: &DataType, column: &ColumnDescriptor) -> Option<Output> {
 /// Of `roots` (root columns of the reader's row group `rg`), those of one flat leaf whose
 /// Arrow type decodes here and whose chunk uses only encodings read here.
 #[allow(deprecated)]
-pub(super) fn roots(reader: &ArrowReaderMetadata, rg: usize, roots: &[usize]) -> Vec<usize> {
+pub(crate) fn roots(reader: &ArrowReaderMetadata, rg: usize, roots: &[usize]) -> Vec<usize> {
     let md = reader.metadata();
     let descr = md.file_metadata().schema_descr();
     let fields = reader.schema().fields();
@@ -174,7 +174,7 @@ pub(super) fn roots(reader: &ArrowReaderMetadata, rg: usize, roots: &[usize]) ->
 /// Whether every data page of column `root` in row group `rg` holds a row `mask` (a bit
 /// per row of the row group) selects. The arrow reader fetches only the pages that do,
 /// while [`Selected`] reads every page: it is used only where that reads no more.
-pub(super) fn every_page_selected(
+pub(crate) fn every_page_selected(
     reader: &ArrowReaderMetadata,
     rg: usize,
     root: usize,
@@ -198,7 +198,7 @@ pub(super) fn every_page_selected(
 /// `batches`, a whole row group read without the columns `roots`, with those columns
 /// decoded here and put beside the others (the output finds columns by name). `file` and
 /// `reader` are what the crate's reader was given, `rg` its row group.
-pub(super) fn beside<R: ChunkReader + Clone + 'static>(
+pub(crate) fn beside<R: ChunkReader + Clone + 'static>(
     (schema, batches): Batches,
     file: &R,
     reader: &ArrowReaderMetadata,
@@ -261,7 +261,7 @@ const STEP: usize = 8 * CHUNK;
 /// Columns of a whole row group, only the rows a mask selects, for a read after a
 /// predicate pass. The keys of every row are decoded (a page is encoded as a whole), but
 /// only the selected rows gather their values.
-pub(super) struct Selected {
+pub(crate) struct Selected {
     chunks: Vec<Box<dyn ColumnDecoder>>,
     /// Which rows of the row group are read.
     mask: BooleanBuffer,
@@ -272,7 +272,7 @@ pub(super) struct Selected {
 impl Selected {
     /// The columns `roots` of row group `rg` of `file`, read through `reader`, at the rows
     /// `mask` (one bit per row of the row group) selects.
-    pub(super) fn new<R: ChunkReader + Clone + 'static>(
+    pub(crate) fn new<R: ChunkReader + Clone + 'static>(
         file: &R,
         reader: &ArrowReaderMetadata,
         rg: usize,
@@ -291,12 +291,12 @@ impl Selected {
     }
 
     /// The output fields, in the order of the arrays [`Selected::next`] gives.
-    pub(super) fn fields(&self) -> Vec<FieldRef> {
+    pub(crate) fn fields(&self) -> Vec<FieldRef> {
         self.chunks.iter().map(|c| c.field().clone()).collect()
     }
 
     /// The next `count` selected rows of each column.
-    pub(super) fn next(&mut self, count: usize) -> Result<Vec<ArrayRef>, ArrowError> {
+    pub(crate) fn next(&mut self, count: usize) -> Result<Vec<ArrayRef>, ArrowError> {
         while self.chunks.first().is_some_and(|c| c.pending() < count) {
             if self.row >= self.mask.len() {
                 return Err(ArrowError::ParquetError(
@@ -316,10 +316,10 @@ impl Selected {
 
 /// A test of a column's values: for an array of them, the rows where the predicate is
 /// TRUE.
-pub(super) type Test<'a> = dyn FnMut(ArrayRef) -> Result<BooleanBuffer, ArrowError> + 'a;
+pub(crate) type Test<'a> = dyn FnMut(ArrayRef) -> Result<BooleanBuffer, ArrowError> + 'a;
 
 /// Every row of a chunk tested: which rows pass, and (when asked for) their values.
-pub(super) struct Tested {
+pub(crate) struct Tested {
     pub mask: BooleanBuffer,
     pub kept: Option<ArrayRef>,
 }
@@ -327,7 +327,7 @@ pub(super) struct Tested {
 /// Every row of column `root` (one of [`roots`]) of row group `rg` of `file`, read through
 /// `reader`, tested by `test`, with the passing rows' values when `keep`. A dictionary is
 /// tested once and each key looks its answer up, so no value is made for a row that fails.
-pub(super) fn tested<R: ChunkReader + Clone + 'static>(
+pub(crate) fn tested<R: ChunkReader + Clone + 'static>(
     file: &R,
     reader: &ArrowReaderMetadata,
     rg: usize,

@@ -7,7 +7,7 @@
 //! expansion below copies each value of up to 32 bytes as one fixed 32-byte move into a
 //! buffer with room to spare, and stays with the crate where a chunk is not all dictionary.
 //! Reads with no row filter expand every row; the columns read after a predicate pass
-//! ([`super::predicate_first`]) are filtered as keys and only the matching rows expanded.
+//! ([`crate::read::predicate_first`]) are filtered as keys and only the matching rows expanded.
 
 use std::sync::Arc;
 
@@ -19,22 +19,22 @@ use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ArrowReaderMetadata;
 use parquet::file::metadata::ParquetMetaData;
 
-use super::predicate_first::{retyped, Batches};
 use crate::metadata::dictionary_page::only_dictionary_pages;
 use crate::metadata::schema::primitive_leaf;
+use crate::read::batches::{retyped, Batches};
 
 /// The longest value copied as one fixed move (two vector registers); the source and the
 /// output keep this much room past their ends.
 const SHORT: usize = 32;
 
 /// The type such a column is read in.
-pub(super) fn keyed() -> DataType {
+pub(crate) fn keyed() -> DataType {
     DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
 }
 
 /// Of `roots` (root columns of `md`, read through `reader`), the `Utf8` columns of one leaf
 /// whose chunk in row group `rg` the footer says holds only dictionary-encoded data pages.
-pub(super) fn keyed_roots(
+pub(crate) fn keyed_roots(
     md: &ParquetMetaData,
     rg: usize,
     reader: &ArrowReaderMetadata,
@@ -59,7 +59,7 @@ pub(super) fn keyed_roots(
 }
 
 /// `reader` with the root columns `roots` read as dictionaries.
-pub(super) fn hinted(
+pub(crate) fn hinted(
     reader: &ArrowReaderMetadata,
     roots: &[usize],
 ) -> Result<ArrowReaderMetadata, ArrowError> {
@@ -71,7 +71,7 @@ pub(super) fn hinted(
 
 /// `batches` of a reader made with [`hinted`] as the unhinted reader would give them: the
 /// columns named `names` expanded back to `Utf8`.
-pub(super) fn expanded((schema, batches): Batches, names: Vec<String>) -> Batches {
+pub(crate) fn expanded((schema, batches): Batches, names: Vec<String>) -> Batches {
     let fields: Vec<Field> = schema
         .fields()
         .iter()

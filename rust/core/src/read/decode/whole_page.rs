@@ -1,5 +1,5 @@
 //! One page read whole, apart from the crate's page reader: its header checked by the
-//! page guard, its data decompressed with a codec kept per thread ([`super::page_codec`]).
+//! page guard, its data decompressed with a codec kept per thread ([`crate::read::decode::page_codec`]).
 //!
 //! The probes that look at a page before the read decides what to decode (a dictionary
 //! page asked for values, a PLAIN page searched for bytes) read it this way: the crate's
@@ -11,14 +11,14 @@ use std::ops::Range;
 use bytes::Bytes;
 use parquet::basic::Compression;
 
-use super::page_codec::decompressed;
-use super::page_guard::PageGuard;
 use crate::error::{Error, Result};
 use crate::io::StorageFile;
 use crate::metadata::page_header::{page_sizes, PageSizes};
+use crate::read::decode::page_codec::decompressed;
+use crate::read::page_guard::PageGuard;
 
 /// A page's header and its data (levels and values), decompressed.
-pub(super) struct WholePage {
+pub(crate) struct WholePage {
     pub header: PageSizes,
     pub data: Bytes,
 }
@@ -26,7 +26,7 @@ pub(super) struct WholePage {
 /// The page at `range` of `file` (leaf column `leaf`, compressed with `codec`), when its
 /// header is `wanted`; `None`, decompressing nothing, when it is not. A header the guard
 /// refuses, or a page longer than `range`, is a damaged file.
-pub(super) fn read(
+pub(crate) fn read(
     file: &StorageFile,
     guard: &PageGuard,
     leaf: usize,
