@@ -59,9 +59,15 @@ def _spark_requested(config: pytest.Config) -> bool:
     return bool(config.getoption("spark")) or "spark" in (config.getoption("markexpr") or "")
 
 
+@pytest.hookimpl(trylast=True)  # after pytest has grouped tests by parametrised fixtures
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that uses the ``spark`` fixture is a spark test, marked or not; spark and slow
-    tests are skipped unless asked for, so the default run stays quick."""
+    tests are skipped unless asked for, so the default run stays quick.
+
+    test_spark_cluster.py's tests run first: their session is a client of a standalone
+    cluster, and a process holds one SparkContext at a time, so they must run before the
+    ``spark`` fixture starts its local one (which lasts until the session ends)."""
+    items.sort(key=lambda item: item.path.name != "test_spark_cluster.py")  # stable
     run_spark, run_slow = _spark_requested(config), full_run(config)
     for item in items:
         if (
