@@ -1,5 +1,6 @@
 """String predicates against DuckDB: LIKE, NOT LIKE, ILIKE (with ESCAPE), starts_with /
-prefix, ends_with / suffix, contains and regexp_matches, over strings with multi-byte UTF-8,
+prefix, ends_with / suffix, contains, regexp_matches and has_token (given to DuckDB as the
+regular expression it means), over strings with multi-byte UTF-8,
 case variants, empty strings, NULLs, literal ``%`` and ``_``, and long values whose page
 statistics are truncated; with and without every index kind that answers string searches,
 at every granularity.
@@ -8,6 +9,7 @@ at every granularity.
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +89,47 @@ def regex_escape(text: str) -> str:
     return "".join("\\" + c if c in r"\.+*?()|[]{}^$" else c for c in text)
 
 
+_ALNUM = r"[\pL\pN]"
+_HAS_TOKEN = re.compile(r"has_token\(([\w\"]+), '((?:[^']|'')*)'\)")
+
+
+def re2_literal(text: str) -> str:
+    """``text`` as an RE2 pattern matching itself."""
+    return "".join(c if c.isalnum() else f"\\x{{{ord(c):x}}}" for c in text)
+
+
+def for_duckdb(where: str) -> str:
+    """``where`` with each ``has_token(col, 'text')`` written as DuckDB's regular expression
+    for it: the text where nothing alphanumeric touches an alphanumeric end of it."""
+
+    def rewrite(m: re.Match[str]) -> str:
+        text = m.group(2).replace("''", "'")
+        if not text:
+            return f"CASE WHEN {m.group(1)} IS NULL THEN NULL ELSE false END"
+        head = f"(^|[^{_ALNUM[1:-1]}])" if text[0].isalnum() else ""
+        tail = f"($|[^{_ALNUM[1:-1]}])" if text[-1].isalnum() else ""
+        return f"regexp_matches({m.group(1)}, {sql_string(head + re2_literal(text) + tail)})"
+
+    return _HAS_TOKEN.sub(rewrite, where)
+
+
+def token_run(value: str, rng: random.Random) -> str:
+    """One to three consecutive tokens of ``value`` (alphanumeric runs) with what separates
+    them, now and then cut short or with a separator kept at an end."""
+    spans = [m.span() for m in re.finditer(r"[^\W_]+", value)]
+    if not spans:
+        return value
+    i = rng.randrange(len(spans))
+    j = min(len(spans), i + rng.randint(1, 3)) - 1
+    a, b = spans[i][0], spans[j][1]
+    r = rng.random()
+    if r < 0.15 and b - a > 1:
+        b -= 1  # a token cut short: found only where a token is that short
+    elif r < 0.25 and a > 0:
+        a -= 1  # starting with its separator
+    return value[a:b]
+
+
 class Generator:
     """Random string predicates built from pieces of the column's own values."""
 
@@ -128,7 +171,7 @@ class Generator:
 
     def atom(self) -> str:
         kind = self.rng.choice(
-            ["like", "like", "ilike", "starts", "ends", "contains", "regex", "prefix"]
+            ["like", "like", "ilike", "starts", "ends", "contains", "regex", "prefix", "token"]
         )
         col = self.rng.choice(['"s"', '"sorted_s"'])
         negated = self.rng.random() < 0.25
@@ -150,6 +193,10 @@ class Generator:
                 p = p + "[a-z]+"
             opts = ", 'i'" if self.rng.random() < 0.2 else ""
             text = f"regexp_matches({col}, {sql_string(p)}{opts})"
+        elif kind == "token":
+            text = (
+                f"has_token({col}, {sql_string(token_run(self.rng.choice(self.values), self.rng))})"
+            )
         else:
             fn = {
                 "starts": self.rng.choice(["starts_with", "prefix"]),
@@ -215,7 +262,8 @@ def files(table: pa.Table, tmp_path_factory: pytest.TempPathFactory) -> dict[str
 
 
 def duckdb_keys(con: Any, path: str, where: str) -> list[int]:
-    rows = con.execute(f"SELECT k FROM read_parquet('{path}') WHERE {where}").fetchall()
+    sql = f"SELECT k FROM read_parquet('{path}') WHERE {for_duckdb(where)}"
+    rows = con.execute(sql).fetchall()
     return sorted(r[0] for r in rows)
 
 
@@ -268,7 +316,20 @@ def test_fixed_cases_match_duckdb(files: dict[str, str]) -> None:
         "regexp_matches(s, 'ALPHA', 'i')",
         "NOT regexp_matches(s, 'a')",
         "s LIKE '%e_ror%'",
-        "s LIKE '%' || 'x'" if False else "s LIKE '%x-ray%'",
+        "s LIKE '%x-ray%'",
+        "has_token(s, 'alpha')",
+        "has_token(s, 'Alpha beta')",
+        "has_token(s, 'error')",
+        "NOT has_token(s, 'errors')",
+        "has_token(s, '/api/v2')",
+        "has_token(s, '?id=42')",
+        "has_token(s, '42')",
+        "has_token(s, 'école')",
+        "has_token(s, '日本語')",
+        "has_token(s, 'rare needle')",
+        "has_token(s, 'needl')",
+        "has_token(s, '')",
+        f"has_token(sorted_s, '{LONG}pq')",
     ]
     for layout, path in files.items():
         for where in cases:
@@ -318,6 +379,15 @@ def test_text_indexes_prune_substring_searches(files: dict[str, str]) -> None:
     # A word that may continue in the value ('needles') is not whole: no pruning.
     _, m = pqindex_keys(files["token-page"], "contains(s, 'needle')")
     assert m["rows_selected"] == ROWS
+    # has_token asks for whole tokens: pruned by an alnum token index, not a whitespace one.
+    where = "has_token(s, 'needle')"
+    expected = duckdb_keys(duckdb_referee(), files["none"], where)
+    rows, m = pqindex_keys(files["token-page"], where)
+    assert rows == expected and len(rows) == 7
+    assert m["rows_selected"] <= 7 * 250, m
+    rows, m = pqindex_keys(files["token-row_group"], where)
+    assert rows == expected
+    assert m["rows_selected"] == ROWS, m
     # An equality is a search for every token of the value.
     where = "s = 'naïve/naïve/naïve'"
     rows, m = pqindex_keys(files["token-page"], where)

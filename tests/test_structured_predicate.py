@@ -64,6 +64,12 @@ CASES: list[tuple[dict[str, Any], str]] = [
     (op("like", col("s"), lit("v!_%"), escape="!"), "s LIKE 'v!_%' ESCAPE '!'"),
     (op("starts_with", col("s"), lit("v3")), "starts_with(s, 'v3')"),
     (op("regexp_matches", col("s"), lit("^v[0-2]5$")), "regexp_matches(s, '^v[0-2]5$')"),
+    # has_token: a whole token, as the regular expression DuckDB is given for it.
+    (
+        op("has_token", col("s"), lit("v07")),
+        "regexp_matches(s, '(^|[^\\pL\\pN])v07($|[^\\pL\\pN])')",
+    ),
+    (op("has_token", col("s"), lit("v0")), "s = 'no such value'"),
     (op("=", col(["st", "a"]), lit(3)), "st.a = 3"),
     (op("=", col("b"), {"lit": "07", "type": "BLOB", "encoding": "hex"}), "b = '\\x07'::BLOB"),
     (op("=", col("b"), {"lit": "Bw==", "type": "BLOB", "encoding": "base64"}), "b = '\\x07'::BLOB"),

@@ -68,7 +68,7 @@ def newest(source: str, where: str, column: str, k: int) -> PqResult:
     import pqindex
 
     if FEATURES["top_k"]:
-        scan = pqindex.scan(source, where=where, order_by=[(column, "desc")], limit=k)  # type: ignore[call-arg]
+        scan = pqindex.scan(source, where=where, order_by=[(column, "desc")], limit=k)
         return PqResult(scan.to_arrow(), dict(scan.metrics()))
     scan = pqindex.scan(source, where=where)
     table = scan.to_arrow()
@@ -88,7 +88,7 @@ def first(source: str, where: str, n: int) -> PqResult:
     import pqindex
 
     if FEATURES["limit"]:
-        scan = pqindex.scan(source, where=where, limit=n)  # type: ignore[call-arg]
+        scan = pqindex.scan(source, where=where, limit=n)
         return PqResult(scan.to_arrow(), dict(scan.metrics()))
     scan = pqindex.scan(source, where=where, batch_size=max(n, FIRST_BATCH_ROWS))
     reader = pa.RecordBatchReader.from_stream(scan)

@@ -314,6 +314,8 @@ def scan(
     read_ahead: int | None = None,
     string_view: bool = False,
     decode: Decode | None = None,
+    limit: int | None = None,
+    order_by: Sequence[tuple[str, bool]] | None = None,
 ) -> Any:
     """A pqindex scan of an Iceberg table's snapshot (see the module doc). The object
     store is reached with the table's FileIO properties, ``options`` over them."""
@@ -328,6 +330,8 @@ def scan(
         read_ahead=read_ahead,
         string_view=string_view,
         decode=decode,
+        limit=limit,
+        order_by=order_by,
     )
 
 

@@ -189,6 +189,8 @@ def scan(
     read_ahead: int | None = None,
     string_view: bool = False,
     decode: Decode | None = None,
+    limit: int | None = None,
+    order_by: Sequence[tuple[str, bool]] | None = None,
 ) -> Scan: ...
 def scan_table(
     files: _ArrowStream | _ArrowArray | None,
@@ -208,6 +210,8 @@ def scan_table(
     read_ahead: int | None = None,
     string_view: bool = False,
     decode: Decode | None = None,
+    limit: int | None = None,
+    order_by: Sequence[tuple[str, bool]] | None = None,
 ) -> Scan:
     """Plan a scan of a table snapshot planned elsewhere (an Iceberg table's): ``files`` one
     row per data file (path, size, records, deleted positions, ``min:``/``max:``/``nulls:``
@@ -229,6 +233,7 @@ def read_units(
     keys: _ArrowStream | _ArrowArray | None = None,
     on: Sequence[str] | None = None,
     decode: Decode | None = None,
+    limit: int | None = None,
 ) -> Scan: ...
 def set_read_ahead(read_ahead_bytes: int) -> None:
     """Bound what a scan's stream holds for row groups ahead of the consumer (fetched pages

@@ -38,6 +38,46 @@ def timestamp_ms(value: Any) -> int | None:
     raise InvalidArgumentError(f"timestamp must be a datetime, text or ms, not {value!r}")
 
 
+#: ``order_by``: a column, ``"column desc"``, or a list of those and ``(column, "asc" |
+#: "desc")`` pairs.
+OrderBy = str | tuple[str, str] | Sequence[str | tuple[str, str]]
+
+
+def order_keys(order_by: OrderBy | None) -> list[tuple[str, bool]] | None:
+    """``order_by`` as ``(column, descending)`` pairs."""
+    if order_by is None:
+        return None
+    items: Sequence[Any] = (
+        [order_by]
+        if isinstance(order_by, str)
+        or (
+            isinstance(order_by, tuple)
+            and len(order_by) == 2
+            and isinstance(order_by[1], str)
+            and order_by[1].lower() in ("asc", "desc")
+        )
+        else order_by
+    )
+    keys = []
+    for item in items:
+        if isinstance(item, str):
+            name, _, direction = item.strip().rpartition(" ")
+            if not name or direction.lower() not in ("asc", "desc"):
+                name, direction = item.strip(), "asc"
+        elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+            name, direction = item
+        else:
+            raise InvalidArgumentError(
+                f"order_by item {item!r} is not a column or (column, 'asc'|'desc')"
+            )
+        if not isinstance(direction, str) or direction.lower() not in ("asc", "desc"):
+            raise InvalidArgumentError(f"order_by direction {direction!r} is not 'asc' or 'desc'")
+        keys.append((name.strip(), direction.lower() == "desc"))
+    if not keys:
+        raise InvalidArgumentError("order_by names no column")
+    return keys
+
+
 def scan(
     source: Any,
     where: Where | None = None,
@@ -55,6 +95,8 @@ def scan(
     read_ahead: int | None = None,
     string_view: bool = False,
     decode: Decode | None = None,
+    limit: int | None = None,
+    order_by: OrderBy | None = None,
 ) -> Scan:
     """Plan a scan of ``source``, pruning with ``where`` (SQL as DuckDB reads it).
 
@@ -85,7 +127,19 @@ def scan(
     selection and row filter) instead of pqindex's decoders: the same rows, usually
     slower; for checking a result against the crate's reading (``PQINDEX_DECODE=stock`` in
     the environment does the same for every scan).
+
+    ``limit`` returns at most that many rows: the first rows that satisfy ``where`` in the
+    order the scan reads its units, which puts first the row groups whose statistics prove
+    that every row matches. The scan stops fetching once it has them.
+
+    ``order_by`` (with ``limit``) makes them the first rows in that order, NULLs last as
+    in DuckDB: a column name, ``"ts desc"``, or a list of names and ``(name, "desc")``
+    pairs. Only the row groups whose statistics can hold one of those rows are read; the
+    order columns must be among ``columns``.
     """
+    order = order_keys(order_by)
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise InvalidArgumentError(f"limit must be a non-negative integer, not {limit!r}")
     from pqindex import _iceberg
 
     on_columns = key_columns(on)
@@ -109,6 +163,8 @@ def scan(
             read_ahead=read_ahead,
             string_view=string_view,
             decode=decode,
+            limit=limit,
+            order_by=order,
         )
         return planned
     if snapshot_id is not None:
@@ -128,4 +184,6 @@ def scan(
         read_ahead=read_ahead,
         string_view=string_view,
         decode=decode,
+        limit=limit,
+        order_by=order,
     )

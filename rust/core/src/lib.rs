@@ -45,6 +45,7 @@ pub use query::aggregate::{aggregate, aggregate_table, AggregateOptions, Aggrega
 pub use query::parallel::default_threads;
 pub use query::scan::{Scan, ScanOptions};
 pub use query::stream::{read_ahead, set_read_ahead, ScanStream, DEFAULT_READ_AHEAD};
+pub use query::top_k::OrderKey;
 /// Run a job on a thread kept for the process (a warm allocator heap), not a fresh one.
 pub use threads::spawn as spawn_kept;
 

@@ -177,7 +177,7 @@ impl PyScan {
 /// Read `units` (rows of `Scan.units()`, from a plan made elsewhere) with the planning
 /// scan's `where`, `columns` and `now_ns`.
 #[pyfunction]
-#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None, catalog=None, storage_options=None, read_ahead=None, keys=None, on=None, decode=None))]
+#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None, catalog=None, storage_options=None, read_ahead=None, keys=None, on=None, decode=None, limit=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn read_units(
     py: Python<'_>,
@@ -193,10 +193,12 @@ pub fn read_units(
     keys: Option<AnyRecordBatch>,
     on: Option<Vec<String>>,
     decode: Option<String>,
+    limit: Option<u64>,
 ) -> PyResult<PyScan> {
     let keys = key_spec(keys, on)?;
     let opts = ScanOptions {
         decoding: decoding(decode)?,
+        limit,
         predicate: crate::condition::condition(r#where),
         columns,
         batch_size,
@@ -207,6 +209,7 @@ pub fn read_units(
         keys,
         read_ahead,
         string_view: false,
+        order_by: Vec::new(),
     };
     let batches = units
         .into_reader()?
@@ -244,7 +247,7 @@ pub fn read_units(
 /// Plan a scan of `source` (loose Parquet files, or a Delta table's directory at
 /// `version` or as of `timestamp_ms`), pruning with `where`.
 #[pyfunction]
-#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None, version=None, timestamp_ms=None, keys=None, on=None, read_ahead=None, string_view=false, decode=None))]
+#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None, version=None, timestamp_ms=None, keys=None, on=None, read_ahead=None, string_view=false, decode=None, limit=None, order_by=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan(
     py: Python<'_>,
@@ -262,11 +265,15 @@ pub fn scan(
     read_ahead: Option<usize>,
     string_view: bool,
     decode: Option<String>,
+    limit: Option<u64>,
+    order_by: Option<Vec<(String, bool)>>,
 ) -> PyResult<PyScan> {
     configure_storage(&source.0, storage_options.as_ref())?;
     let keys = key_spec(keys, on)?;
     let opts = ScanOptions {
         decoding: decoding(decode)?,
+        limit,
+        order_by: order_keys(order_by),
         predicate: crate::condition::condition(r#where),
         columns,
         batch_size,
@@ -295,7 +302,7 @@ pub fn scan(
 /// manifests): `files` one row per data file (see `table::files`), `schema` the table's
 /// columns with their field ids.
 #[pyfunction]
-#[pyo3(signature = (files, schema, *, root, version, index_files=Vec::new(), r#where=None, columns=None, batch_size=65536, threads=None, storage_options=None, keys=None, on=None, cache_key=None, read_ahead=None, string_view=false, decode=None))]
+#[pyo3(signature = (files, schema, *, root, version, index_files=Vec::new(), r#where=None, columns=None, batch_size=65536, threads=None, storage_options=None, keys=None, on=None, cache_key=None, read_ahead=None, string_view=false, decode=None, limit=None, order_by=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan_table(
     py: Python<'_>,
@@ -315,6 +322,8 @@ pub fn scan_table(
     read_ahead: Option<usize>,
     string_view: bool,
     decode: Option<String>,
+    limit: Option<u64>,
+    order_by: Option<Vec<(String, bool)>>,
 ) -> PyResult<PyScan> {
     let keys = key_spec(keys, on)?;
     let snapshot = table_snapshot(
@@ -335,6 +344,8 @@ pub fn scan_table(
         read_ahead,
         string_view,
         decoding: decoding(decode)?,
+        limit,
+        order_by: order_keys(order_by),
         ..Default::default()
     };
     let planned = run_blocking(py, move |cancel| {
@@ -466,4 +477,13 @@ fn decoding(name: Option<String>) -> PyResult<pqindex_core::Decoding> {
             )),
         )),
     }
+}
+
+/// `order_by` as the core takes it: `(column, descending)` pairs.
+fn order_keys(order_by: Option<Vec<(String, bool)>>) -> Vec<pqindex_core::OrderKey> {
+    order_by
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(column, descending)| pqindex_core::OrderKey { column, descending })
+        .collect()
 }

@@ -164,7 +164,10 @@ impl Tokenizer {
     /// piece itself or by the value's start or end.
     fn whole<'a>(self, piece: &Piece<'a>) -> impl Iterator<Item = &'a str> + 'a {
         let text = piece.text;
-        let (at_start, at_end) = (piece.at_start, piece.at_end);
+        // `has_token` bounds its text by alphanumeric characters: whole tokens only for
+        // the tokenizer that cuts there.
+        let bounded = piece.token_bounded && self == Tokenizer::Alnum;
+        let (at_start, at_end) = (piece.at_start || bounded, piece.at_end || bounded);
         self.tokens(text)
             .into_iter()
             .filter(move |&(s, e)| (s > 0 || at_start) && (e < text.len() || at_end))

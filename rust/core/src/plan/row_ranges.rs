@@ -142,6 +142,29 @@ impl RowRanges {
         self.intersect(&other.complement(num_rows.max(self.end())))
     }
 
+    /// The `len` rows covered after the first `skip` of them, in order: a piece of the
+    /// selection (a LIMIT read takes its rows piece by piece).
+    pub fn slice(&self, skip: u64, len: u64) -> Self {
+        let mut out = Vec::new();
+        let (mut skip, mut len) = (skip, len);
+        for r in &self.ranges {
+            if len == 0 {
+                break;
+            }
+            let n = r.end - r.start;
+            if skip >= n {
+                skip -= n;
+                continue;
+            }
+            let start = r.start + skip;
+            let end = start + len.min(r.end - start);
+            len -= end - start;
+            skip = 0;
+            out.push(start..end);
+        }
+        RowRanges { ranges: out }
+    }
+
     /// One past the last row covered (0 when empty).
     pub fn end(&self) -> u64 {
         self.ranges.last().map_or(0, |r| r.end)
@@ -398,6 +421,15 @@ mod tests {
     }
 
     proptest! {
+
+        #[test]
+        fn slice_takes_rows_in_order(a in arb_ranges(), skip in 0u64..UNIVERSE, len in 0u64..UNIVERSE) {
+            let r = rr(&a);
+            let got = r.slice(skip, len);
+            assert_canonical(&got);
+            let want: BTreeSet<u64> = rows(&r).into_iter().skip(skip as usize).take(len as usize).collect();
+            prop_assert_eq!(rows(&got), want);
+        }
         #[test]
         fn prop_from_ranges_normalises(v in arb_ranges()) {
             let r = RowRanges::from_ranges(v.clone());

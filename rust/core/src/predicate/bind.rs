@@ -254,6 +254,7 @@ impl Binder<'_, '_> {
             MatchFn::StartsWith => StrPattern::starts_with(&pattern_text),
             MatchFn::EndsWith => StrPattern::ends_with(&pattern_text),
             MatchFn::Contains => StrPattern::contains(&pattern_text),
+            MatchFn::Token => StrPattern::token(&pattern_text),
             MatchFn::Regex { options } => {
                 let options = match options {
                     None => None,

@@ -166,6 +166,7 @@ fn string_match(
                 like::like(&lowered, &scalar(lowered.data_type())?)?
             }
         }
+        StrPattern::Token { text } => tokens_found(array, text)?,
         StrPattern::Regex {
             pattern: text,
             case_insensitive,
@@ -191,6 +192,21 @@ fn string_match(
     } else {
         Ok(matched)
     }
+}
+
+/// `has_token(array, text)` per row (NULL for NULL values).
+fn tokens_found(array: &ArrayRef, text: &str) -> Result<BooleanArray, ArrowError> {
+    let found = |v: Option<&str>| v.map(|v| crate::predicate::pattern::has_token(v, text));
+    Ok(match array.data_type() {
+        DataType::Utf8 => array.as_string::<i32>().iter().map(found).collect(),
+        DataType::LargeUtf8 => array.as_string::<i64>().iter().map(found).collect(),
+        DataType::Utf8View => array.as_string_view().iter().map(found).collect(),
+        other => {
+            return Err(ArrowError::InvalidArgumentError(format!(
+                "has_token on a {other} column"
+            )))
+        }
+    })
 }
 
 /// Whether every byte of a string array's values is ASCII.

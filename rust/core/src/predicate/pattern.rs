@@ -40,15 +40,23 @@ pub enum StrPattern {
         /// A literal every matching value starts with (the expression is anchored).
         prefix: Option<String>,
     },
+    /// `has_token(s, text)`: the value holds `text` where a token starts and ends, tokens
+    /// being runs of alphanumeric characters (`char::is_alphanumeric`, as the token
+    /// index's `alnum` tokenizer cuts them): the text's first character starts a token
+    /// (nothing alphanumeric just before it, unless the text starts with a separator), and
+    /// its last ends one. `has_token(m, 'connection reset')` is the phrase.
+    Token { text: String },
 }
 
 /// A literal run every matching value contains, and whether it is known to sit at the
-/// value's start or end.
+/// value's start or end, or to start and end where tokens do (`has_token`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Piece<'a> {
     pub text: &'a str,
     pub at_start: bool,
     pub at_end: bool,
+    /// The text sits between token boundaries: its first and last tokens are whole.
+    pub token_bounded: bool,
 }
 
 impl StrPattern {
@@ -187,7 +195,7 @@ impl StrPattern {
                 _ => None,
             },
             StrPattern::Regex { prefix, .. } => prefix.as_deref(),
-            StrPattern::Like { .. } => None,
+            StrPattern::Like { .. } | StrPattern::Token { .. } => None,
         }
     }
 
@@ -220,6 +228,7 @@ impl StrPattern {
                         text: s,
                         at_start: i == 0,
                         at_end: i + 1 == tokens.len(),
+                        token_bounded: false,
                     }),
                     _ => None,
                 })
@@ -235,8 +244,15 @@ impl StrPattern {
                     text: s,
                     at_start: prefix.as_deref() == Some(s.as_str()),
                     at_end: false,
+                    token_bounded: false,
                 })
                 .collect(),
+            StrPattern::Token { text } => vec![Piece {
+                text,
+                at_start: false,
+                at_end: false,
+                token_bounded: true,
+            }],
             _ => Vec::new(),
         }
     }
@@ -249,6 +265,14 @@ impl StrPattern {
             | StrPattern::Regex {
                 case_insensitive, ..
             } => *case_insensitive,
+            StrPattern::Token { .. } => false,
+        }
+    }
+
+    /// `has_token(s, text)`.
+    pub fn token(text: &str) -> Self {
+        StrPattern::Token {
+            text: text.to_string(),
         }
     }
 
@@ -286,6 +310,7 @@ impl StrPattern {
                     .ok()?;
                 Some(regex.is_match(value))
             }
+            StrPattern::Token { text } => Some(has_token(value, text)),
         }
     }
 
@@ -340,8 +365,27 @@ impl StrPattern {
                 let options = if *case_insensitive { ", 'i'" } else { "" };
                 format!("{not}regexp_matches({column}, {}{options})", quote(pattern))
             }
+            StrPattern::Token { text } => format!("{not}has_token({column}, {})", quote(text)),
         }
     }
+}
+
+/// Whether `value` holds `text` between token boundaries (see [`StrPattern::Token`]).
+/// Each occurrence is tried: in `xab ab` the first `ab` is inside a token, the second is
+/// one.
+pub fn has_token(value: &str, text: &str) -> bool {
+    if text.is_empty() {
+        return false;
+    }
+    let first_alnum = text.chars().next().is_some_and(char::is_alphanumeric);
+    let last_alnum = text.chars().next_back().is_some_and(char::is_alphanumeric);
+    let finder = memchr::memmem::Finder::new(text.as_bytes());
+    finder.find_iter(value.as_bytes()).any(|at| {
+        let before = value[..at].chars().next_back();
+        let after = value[at + text.len()..].chars().next();
+        (!first_alnum || !before.is_some_and(char::is_alphanumeric))
+            && (!last_alnum || !after.is_some_and(char::is_alphanumeric))
+    })
 }
 
 fn push_char(tokens: &mut Vec<Token>, c: char) {
@@ -492,6 +536,23 @@ mod tests {
     }
 
     #[test]
+    fn has_token_wants_token_boundaries() {
+        assert!(has_token("read timeout after", "timeout"));
+        assert!(has_token("timeout", "timeout"));
+        assert!(!has_token("timeouts: 3", "timeout"));
+        assert!(has_token("request_timeout=5", "timeout"));
+        // A later occurrence may be whole where the first is not.
+        assert!(has_token("xab ab", "ab"));
+        assert!(!has_token("xab abx", "ab"));
+        // Separators at the text's ends need no boundary beside them.
+        assert!(has_token("GET /api/v2?x", "/api/v2"));
+        assert!(!has_token("GET /api/v23", "/api/v2"));
+        assert!(has_token("connection reset by peer", "connection reset"));
+        assert!(!has_token("école", "cole"));
+        assert!(!has_token("anything", ""));
+    }
+
+    #[test]
     fn pieces_know_their_anchors() {
         let p = StrPattern::like("GET /%?id=_%x", None, false).unwrap();
         let pieces = p.pieces();
@@ -501,17 +562,20 @@ mod tests {
                 Piece {
                     text: "GET /",
                     at_start: true,
-                    at_end: false
+                    at_end: false,
+                    token_bounded: false
                 },
                 Piece {
                     text: "?id=",
                     at_start: false,
-                    at_end: false
+                    at_end: false,
+                    token_bounded: false
                 },
                 Piece {
                     text: "x",
                     at_start: false,
-                    at_end: true
+                    at_end: true,
+                    token_bounded: false
                 },
             ]
         );

@@ -60,6 +60,8 @@ pub enum MatchFn {
     Regex {
         options: Option<Box<Ast>>,
     },
+    /// `has_token`: a whole token (or phrase) under the `alnum` tokenizer.
+    Token,
 }
 
 /// Parse `text` as one boolean expression; `now_ns` is the plan's "now".
@@ -162,12 +164,12 @@ impl Converter {
                     ("cast", false) => return Err(Error::unsupported("use CAST(x AS type)")),
                     (
                         "starts_with" | "prefix" | "ends_with" | "suffix" | "contains"
-                        | "regexp_matches",
+                        | "regexp_matches" | "has_token",
                         false,
                     ) => self.match_function(&name, &f.args)?,
                     _ => {
                         return Err(Error::unsupported(format!(
-                            "function {} is not supported in predicates (supported: now(), current_date, current_timestamp, starts_with, prefix, ends_with, suffix, contains, regexp_matches)",
+                            "function {} is not supported in predicates (supported: now(), current_date, current_timestamp, starts_with, prefix, ends_with, suffix, contains, has_token, regexp_matches)",
                             f.name
                         )));
                     }
@@ -342,6 +344,7 @@ impl Converter {
             "starts_with" | "prefix" => MatchFn::StartsWith,
             "ends_with" | "suffix" => MatchFn::EndsWith,
             "contains" => MatchFn::Contains,
+            "has_token" => MatchFn::Token,
             _ => MatchFn::Regex {
                 options: args.next().map(Box::new),
             },

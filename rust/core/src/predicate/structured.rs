@@ -13,6 +13,7 @@
 //!             "escape": "\\"}                                          (escape optional)
 //!          | {"op": "starts_with" | "ends_with" | "contains", "args": [operand, text]}
 //!          | {"op": "regexp_matches", "args": [operand, regex] | [operand, regex, options]}
+//!          | {"op": "has_token", "args": [operand, token or phrase]}
 //!          | operand                        (a boolean column or constant)
 //! operand := {"col": "name"} | {"col": ["struct", "field"]}
 //!          | {"lit": json-value}            (null, true/false, a number as written, text)
@@ -139,11 +140,12 @@ fn expr(json: &Json, depth: usize) -> Result<Ast> {
                 negated: op.starts_with("not_"),
             }
         }
-        "starts_with" | "ends_with" | "contains" => {
+        "starts_with" | "ends_with" | "contains" | "has_token" => {
             arity(2)?;
             let how = match op {
                 "starts_with" => MatchFn::StartsWith,
                 "ends_with" => MatchFn::EndsWith,
+                "has_token" => MatchFn::Token,
                 _ => MatchFn::Contains,
             };
             Ast::Match {

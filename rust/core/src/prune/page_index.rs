@@ -76,7 +76,21 @@ impl Evidence for ColumnIndexes<'_> {
 }
 
 fn leaf_ranges(md: &ParquetMetaData, rg: usize, leaf: &Predicate) -> Option<RowRanges> {
-    let col = leaf.column()?;
+    let pages = page_stats(md, rg, leaf.column()?)?;
+    let out = pages
+        .into_iter()
+        .filter(|(_, stats)| leaf_may_match(leaf, stats))
+        .map(|(rows, _)| rows);
+    Some(RowRanges::from_ranges(out.collect::<Vec<_>>()))
+}
+
+/// The rows of each page of `col` in row group `rg` and what its ColumnIndex says of them,
+/// or `None` when there is no index to believe.
+pub fn page_stats(
+    md: &ParquetMetaData,
+    rg: usize,
+    col: &ColumnRef,
+) -> Option<Vec<(Range<u64>, ChunkStats)>> {
     let idx = col.leaf?;
     let rows = md.row_group(rg).num_rows().max(0) as u64;
     let oi = offset_index(md, rg, idx)?;
@@ -113,11 +127,9 @@ fn leaf_ranges(md: &ParquetMetaData, rg: usize, leaf: &Predicate) -> Option<RowR
             rows: end - start,
             all_null: ci.is_null_page(page),
         };
-        if leaf_may_match(leaf, &stats) {
-            out.push(start..end);
-        }
+        out.push((start..end, stats));
     }
-    Some(RowRanges::from_ranges(out))
+    Some(out)
 }
 
 /// Whether a column index can be believed: no page of a REQUIRED column called all NULL,

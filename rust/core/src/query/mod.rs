@@ -4,7 +4,9 @@
 pub mod aggregate;
 pub mod binding;
 mod explain;
+mod limit;
 pub mod parallel;
 pub mod scan;
 pub mod stream;
+pub mod top_k;
 pub mod wire;

@@ -20,6 +20,7 @@ use crate::prune::planner::{
 use crate::query::binding::Binding;
 use crate::query::parallel::{default_threads, io_workers, parallel_map};
 use crate::query::stream::{read_ahead, ScanStream};
+use crate::query::top_k::{OrderKey, TopK};
 use crate::source::{list_source_or_table, SourceFile, TableFormat};
 use crate::table::columns::TableColumns;
 use crate::table::indexes::TableIndexes;
@@ -49,6 +50,11 @@ pub struct ScanOptions {
     pub string_view: bool,
     /// Who decodes pages: pqindex's decoders, or the parquet crate's stock reader alone.
     pub decoding: Decoding,
+    /// Return at most this many rows (any of them, unless `order_by` says which), and stop
+    /// reading once they are out.
+    pub limit: Option<u64>,
+    /// With `limit`, the rows returned are the first in this order (NULLs last).
+    pub order_by: Vec<OrderKey>,
 }
 
 impl Default for ScanOptions {
@@ -65,6 +71,8 @@ impl Default for ScanOptions {
             read_ahead: None,
             string_view: false,
             decoding: Decoding::from_env(),
+            limit: None,
+            order_by: Vec::new(),
         }
     }
 }
@@ -73,6 +81,11 @@ impl ScanOptions {
     pub(crate) fn check(&self) -> Result<()> {
         if self.batch_size == 0 {
             return Err(Error::InvalidArgument("batch_size must be positive".into()));
+        }
+        if !self.order_by.is_empty() && self.limit.is_none() {
+            return Err(Error::InvalidArgument(
+                "order_by needs a limit: the scan returns the first rows in that order".into(),
+            ));
         }
         Ok(())
     }
@@ -106,6 +119,10 @@ pub struct Scan {
     pub(crate) table: Option<(TableFormat, String, i64)>,
     /// The stream's read-ahead budget; the process-wide one when unset.
     pub(crate) read_ahead: Option<usize>,
+    /// At most this many rows are returned.
+    pub(crate) limit: Option<u64>,
+    /// Which rows `limit` keeps: the first in this order.
+    pub(crate) order_by: Vec<OrderKey>,
 }
 
 /// Read the footers of object-store files into the cache, many requests at a time, before
@@ -344,6 +361,7 @@ impl Scan {
         } else {
             shape
         };
+        crate::query::top_k::key_columns(&shape.schema, &opts.order_by)?;
         let projected_roots = shape.roots();
         let threads = opts.threads.max(1);
         let remote = files
@@ -436,6 +454,8 @@ impl Scan {
             catalog: catalog.map(|c| (c.root.to_string_lossy().into_owned(), c.version)),
             table: None,
             read_ahead: opts.read_ahead,
+            limit: opts.limit,
+            order_by: opts.order_by.clone(),
         })
     }
 
@@ -464,13 +484,44 @@ impl Scan {
     }
 
     fn start(&self, units: Vec<ScanUnit>, shape: OutputShape, keep_all: bool) -> ScanStream {
+        let budget = self.read_ahead.unwrap_or_else(read_ahead);
+        if let (Some(k), false) = (self.limit, self.order_by.is_empty()) {
+            let top = TopK::new(
+                units,
+                &self.order_by,
+                k,
+                &self.binding.bind_schema(),
+                shape.clone(),
+                self.io.clone(),
+                self.metrics.clone(),
+                self.threads,
+                budget,
+            );
+            return match top {
+                Ok(top) => top.stream(),
+                Err(e) => ScanStream::deferred(shape.schema.clone(), Box::new(move || Err(e))),
+            };
+        }
+        if let Some(limit) = self.limit {
+            let budget = crate::query::limit::read_ahead(&units, budget);
+            let pieces = crate::query::limit::limited_units(units, limit);
+            return ScanStream::start_limited(
+                pieces,
+                shape,
+                self.io.clone(),
+                self.metrics.clone(),
+                self.threads,
+                budget,
+                limit,
+            );
+        }
         ScanStream::start(
             units,
             shape,
             self.io.clone(),
             self.metrics.clone(),
             self.threads,
-            self.read_ahead.unwrap_or_else(read_ahead),
+            budget,
             keep_all,
         )
     }

@@ -88,11 +88,20 @@ type UnitSender = Mutex<Option<Sender<Message>>>;
 /// Scan results as an Arrow record batch reader.
 pub struct ScanStream {
     schema: SchemaRef,
+    /// Rows still to return under a LIMIT; `None` for all of them.
+    remaining: Option<u64>,
     /// Each unit's channel, with the path of its file.
     receivers: VecDeque<(Receiver<Message>, String)>,
     shared: Arc<StreamShared>,
     started: Option<Box<dyn FnOnce() + Send>>,
+    /// Batches computed whole before the first is returned (a top-k read), and what
+    /// computes them, run when the stream is first read.
+    ready: VecDeque<RecordBatch>,
+    deferred: Option<Deferred>,
 }
+
+/// A stream's batches computed on its first read.
+pub(crate) type Deferred = Box<dyn FnOnce() -> crate::error::Result<Vec<RecordBatch>> + Send>;
 
 struct Progress {
     /// Index of the unit the consumer is reading.
@@ -246,7 +255,44 @@ impl ScanStream {
         budget: usize,
         keep_all: bool,
     ) -> Self {
-        let units = balance(units, threads, &shape.roots());
+        let pieces = balance(units, threads, &shape.roots());
+        Self::start_pieces(pieces, shape, io, read, threads, budget, keep_all, None)
+    }
+
+    /// The stream of a LIMIT read: `units` (the pieces [`crate::query::limit`] cut) read
+    /// one after the other, each with `threads` threads, until `limit` rows are out.
+    pub(crate) fn start_limited(
+        units: Vec<ScanUnit>,
+        shape: OutputShape,
+        io: Arc<IoStats>,
+        read: Arc<Metrics>,
+        threads: usize,
+        budget: usize,
+        limit: u64,
+    ) -> Self {
+        let pieces = units
+            .into_iter()
+            .map(|unit| Piece {
+                unit,
+                completes: true,
+                threads,
+                shared: None,
+            })
+            .collect();
+        Self::start_pieces(pieces, shape, io, read, 1, budget, false, Some(limit))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_pieces(
+        units: Vec<Piece>,
+        shape: OutputShape,
+        io: Arc<IoStats>,
+        read: Arc<Metrics>,
+        threads: usize,
+        budget: usize,
+        keep_all: bool,
+        limit: Option<u64>,
+    ) -> Self {
         let n = units.len();
         let (senders, receivers): (Vec<Sender<Message>>, VecDeque<_>) = units
             .iter()
@@ -307,9 +353,25 @@ impl ScanStream {
         };
         ScanStream {
             schema,
+            remaining: limit,
             receivers,
             shared,
             started: Some(Box::new(started)),
+            ready: VecDeque::new(),
+            deferred: None,
+        }
+    }
+
+    /// A stream whose batches `compute` makes, all of them, when it is first read.
+    pub(crate) fn deferred(schema: SchemaRef, compute: Deferred) -> Self {
+        ScanStream {
+            schema,
+            remaining: None,
+            receivers: VecDeque::new(),
+            shared: Arc::new(StreamShared::new(0, true)),
+            started: None,
+            ready: VecDeque::new(),
+            deferred: Some(compute),
         }
     }
 }
@@ -375,13 +437,36 @@ impl Iterator for ScanStream {
         if let Some(start) = self.started.take() {
             start();
         }
+        if let Some(compute) = self.deferred.take() {
+            match compute() {
+                Ok(batches) => self.ready = batches.into(),
+                Err(e) => return Some(Err(ArrowError::from(e))),
+            }
+        }
+        if let Some(batch) = self.ready.pop_front() {
+            return Some(Ok(batch));
+        }
         loop {
+            if self.remaining == Some(0) {
+                // The LIMIT's rows are out: nothing more is read.
+                self.receivers.clear();
+                self.shared.stop();
+                return None;
+            }
             let (rx, path) = self.receivers.front()?;
             let failed = match rx.recv() {
                 Ok(Message::Batch(b)) => {
                     self.shared.received(b.bytes);
                     if b.batch.num_rows() > 0 {
-                        return Some(Ok(b.batch));
+                        let batch = match &mut self.remaining {
+                            Some(left) => {
+                                let take = (*left).min(b.batch.num_rows() as u64);
+                                *left -= take;
+                                b.batch.slice(0, take as usize)
+                            }
+                            None => b.batch,
+                        };
+                        return Some(Ok(batch));
                     }
                     continue;
                 }
@@ -608,9 +693,12 @@ mod tests {
         let shared = Arc::new(StreamShared::new(DEFAULT_READ_AHEAD, false));
         let stream = ScanStream {
             schema,
+            remaining: None,
             receivers,
             shared,
             started: None,
+            ready: VecDeque::new(),
+            deferred: None,
         };
         (stream, senders)
     }

@@ -554,6 +554,8 @@ impl Scan {
             catalog: None,
             table: None,
             read_ahead: opts.read_ahead,
+            limit: opts.limit,
+            order_by: opts.order_by.clone(),
         })
     }
 }
