@@ -64,3 +64,25 @@ def test_build_catalog_then_read_with_it(spark: Any, dataset: Path) -> None:
         assert got.to_arrow().num_rows == duckdb.sql(sql).fetchall()[0][0], where
         assert got.metrics()["footers_read"] == 0, where
     assert pqs.build_catalog(spark, dataset, ["k"]).version == 2
+
+
+def test_the_data_source_plans_with_the_catalog(spark: Any, dataset: Path) -> None:
+    """``spark.read.format("pqindex")`` plans with the dataset's catalog too, and its tasks
+    read the units the catalog kept."""
+    import warnings
+
+    import pqindex.spark as pqs
+
+    pqs.build_catalog(spark, dataset, ["k", "s"], bloom=["s"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pqs.register(spark)
+    where = "s = 's7-1'"
+    pqindex.clear_metadata_cache()
+    planned = pqs.explain_source(spark, str(dataset), where=where)
+    assert planned.metrics()["files_pruned_by_catalog"] == FILES - 1
+    assert "catalog:" in planned.explain()
+    df = spark.read.format("pqindex").option("where", where).load(str(dataset))
+    expected = sorted(r.k for r in spark.read.parquet(str(dataset)).where(where).collect())
+    assert sorted(r.k for r in df.collect()) == expected and expected
+    assert sorted(r.k for r in df.where("k > 500").collect()) == [k for k in expected if k > 500]

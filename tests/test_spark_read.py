@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import math
 import multiprocessing
 import os
@@ -837,9 +838,10 @@ def test_executor_path_reads_only_matching_pages(spark: Any, data_dir: Path) -> 
     path = data_dir / "sorted.parquet"
     write_sorted(path, 200_000)
     scan = pqs.plan(spark, str(path), "k = 54321", driver_read_bytes=0)
-    # As written (``k = 54321``) where Spark confirms pqindex reads it alike, else
-    # translated from Spark's filters (``"k" = 54321``).
-    assert scan.predicate is not None and "= 54321" in scan.predicate, scan.predicate
+    # As written (``k = 54321``) where Spark confirms pqindex reads it alike, else the
+    # structured predicate of Spark's filters.
+    pushed = scan.predicate
+    assert pushed == "k = 54321" or '{"lit": 54321}' in json.dumps(pushed), pushed
     assert not scan.on_driver
     rows = [r.asDict() for r in scan.to_df().collect()]
     assert rows == [{"k": 54321, "payload": "payload-0054321"}]
@@ -854,6 +856,26 @@ def test_executor_path_reads_only_matching_pages(spark: Any, data_dir: Path) -> 
     assert m["row_groups_pruned_by_stats"] == m["row_groups"] - 1 == 9, m
     assert scan.executor_metrics()["bytes_read"] == m["executor_bytes_read"]
     assert "54321" in scan.explain()
+
+
+def test_limit_reads_few_rows_in_executors(spark: Any, data_dir: Path) -> None:
+    """``limit=`` gives that many of Spark's rows; executors stop reading once they have
+    them when pqindex's rows need no filtering by Spark."""
+    import pqindex.spark as pqs
+
+    path = data_dir / "sorted_limit.parquet"
+    write_sorted(path, 200_000)
+    scan = pqs.plan(spark, str(path), "k >= 1000", limit=7, driver_read_bytes=0)
+    rows = scan.to_df().collect()
+    assert len(rows) == 7 and all(r["k"] >= 1000 for r in rows)
+    m = scan.metrics()
+    if scan.read_by == "executors" and scan.exact:
+        assert m["executor_bytes_read"] < os.path.getsize(path) / 10, m
+    # A condition Spark filters again (not exact for pqindex) still gives exactly 7 rows.
+    rows = pqs.read(spark, str(path), "k % 1000 = 3", limit=7).collect()
+    assert len(rows) == 7 and all(r["k"] % 1000 == 3 for r in rows)
+    with pytest.raises(pqindex.InvalidArgumentError):
+        pqs.read(spark, str(path), limit=-1)
 
 
 def test_driver_read_bytes_decides_the_path(spark: Any, data_dir: Path) -> None:

@@ -64,6 +64,7 @@ from pqindex.spark._condition import (
 )
 from pqindex.spark._predicate import And, Or, Widened, resolve
 from pqindex.spark._render import Casts, ColumnRenderer, SqlRenderer
+from pqindex.spark._session import is_connect_column
 
 _OPS: dict[str, type[Filter]] = {
     "=": EqualTo,
@@ -94,14 +95,12 @@ def read_condition(base: Any, where: Any) -> Condition | None:
     """``where`` (SQL text, a classic or a Connect ``Column``) read into conjuncts."""
     if isinstance(where, str):
         return _sql.parse(where)
-    text = _column.sql_text(where)
-    if text is not None:
-        return _sql.parse(text)
+    if is_connect_column(where):
+        text = _column.sql_text(where)
+        return _sql.parse(text) if text is not None else _column.parse(where)
     if hasattr(where, "_jc"):  # a classic Column: Spark's SQL for its analysed condition
         plan = base.where(where)._jdf.queryExecution().analyzed()
         return _sql.parse(str(plan.condition().sql()))
-    if hasattr(where, "_expr"):
-        return _column.parse(where)
     return None
 
 

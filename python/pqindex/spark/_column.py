@@ -4,6 +4,9 @@ A Connect ``Column`` is an expression tree on the client (``pyspark.sql.connect
 .expressions``): functions by name (``and``, ``==``, ``in``, ``startsWith``, ...), column
 references, literal values with their Spark type, SQL text from ``F.expr``. The tree is read
 as written; literal leaves are kept as expressions for Spark to cast and evaluate.
+
+Only Connect columns come here (``_session.is_connect_column``): the connect modules this
+imports need the connect extras, which a classic-only install lacks.
 """
 
 from __future__ import annotations

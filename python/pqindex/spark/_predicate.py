@@ -1,4 +1,6 @@
-"""The one translation from Spark's filter language to a pqindex predicate.
+"""The one translation from Spark's filter language to a pqindex predicate: the
+structured form (docs/predicates.md), data rather than SQL text, so no literal is rendered
+for the core to parse again.
 
 Every Spark entry point ends here: the filters Spark pushes into a classic Parquet scan
 (``_jvm_filters``), the filters it pushes into the Python data source (``_datasource``), and
@@ -23,6 +25,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -77,15 +80,17 @@ class AlwaysFalse(Filter):
 
 @dataclass(frozen=True)
 class Translated:
-    """pqindex SQL and whether it keeps exactly the rows the filter keeps."""
+    """A pqindex structured predicate (docs/predicates.md) and whether it keeps exactly the
+    rows the filter keeps."""
 
-    sql: str
+    predicate: dict[str, Any]
     exact: bool
 
 
-#: pqindex reads decimal literals of at most this many significant digits exactly (a longer
-#: one is rounded, which would prune rows that match).
-_MAX_DIGITS = 28
+#: The most significant digits of a decimal literal: pqindex reads typed DECIMAL literals
+#: of up to 38 digits exactly (a longer one does not fit any DECIMAL).
+_MAX_DIGITS = 38
+_I64 = (-(1 << 63), (1 << 63) - 1)
 
 _COMPARISONS: dict[type[Filter], str] = {
     EqualTo: "=",
@@ -96,6 +101,15 @@ _COMPARISONS: dict[type[Filter], str] = {
 }
 
 
+def _op(name: str, *args: dict[str, Any]) -> dict[str, Any]:
+    return {"op": name, "args": list(args)}
+
+
+def conjunction(parts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The AND of structured predicates (one stays itself)."""
+    return parts[0] if len(parts) == 1 else _op("and", *parts)
+
+
 def translate_all(filters: Sequence[Filter], schema: T.StructType) -> Translated | None:
     """The AND of ``filters`` (what Spark pushes is a list of conjuncts), or None when none
     can prune."""
@@ -103,35 +117,33 @@ def translate_all(filters: Sequence[Filter], schema: T.StructType) -> Translated
     if not parts:
         return None
     exact = all(p.exact for p in parts) and len(parts) == len(filters)
-    if len(parts) == 1:
-        return Translated(parts[0].sql, exact)
-    return Translated(" AND ".join(f"({p.sql})" for p in parts), exact)
+    return Translated(conjunction([p.predicate for p in parts]), exact)
 
 
 def translate(f: Filter, schema: T.StructType) -> Translated | None:
-    """pqindex SQL keeping at least the rows ``f`` keeps, or None."""
+    """A structured predicate keeping at least the rows ``f`` keeps, or None."""
     if isinstance(f, AlwaysFalse):
-        return Translated("FALSE", True)
+        return Translated({"lit": False}, True)
     if isinstance(f, And):
         left, right = translate(f.left, schema), translate(f.right, schema)
         if left is None or right is None:
             # Dropping one side of an AND keeps more rows: still safe, no longer exact.
             kept = left or right
-            return None if kept is None else Translated(kept.sql, False)
-        return Translated(f"({left.sql}) AND ({right.sql})", left.exact and right.exact)
+            return None if kept is None else Translated(kept.predicate, False)
+        return Translated(_op("and", left.predicate, right.predicate), left.exact and right.exact)
     if isinstance(f, Or):
         left, right = translate(f.left, schema), translate(f.right, schema)
         if left is None or right is None:
             return None
-        return Translated(f"({left.sql}) OR ({right.sql})", left.exact and right.exact)
+        return Translated(_op("or", left.predicate, right.predicate), left.exact and right.exact)
     if isinstance(f, Widened):
         child = translate(f.child, schema)
-        return None if child is None else Translated(child.sql, False)
+        return None if child is None else Translated(child.predicate, False)
     if isinstance(f, Not):
         child = translate(f.child, schema)
         if child is None or not child.exact:
             return None
-        return Translated(f"NOT ({child.sql})", True)
+        return Translated(_op("not", child.predicate), True)
     return _leaf(f, schema)
 
 
@@ -139,21 +151,22 @@ def _leaf(f: Filter, schema: T.StructType) -> Translated | None:
     column = resolve(getattr(f, "attribute", ()), schema)
     if column is None:
         return None
-    name, data_type = column
+    path, data_type = column
+    col: dict[str, Any] = {"col": path[0] if len(path) == 1 else list(path)}
     if isinstance(f, IsNull):
-        return Translated(f"{name} IS NULL", True)
+        return Translated(_op("is_null", col), True)
     if isinstance(f, IsNotNull):
-        return Translated(f"{name} IS NOT NULL", True)
+        return Translated(_op("is_not_null", col), True)
     if isinstance(f, EqualNullSafe):
         if f.value is None:
-            return Translated(f"{name} IS NULL", True)
+            return Translated(_op("is_null", col), True)
         value = literal(f.value, data_type)
         # a <=> v keeps NULL rows out like a = v, but its negation keeps them: not exact.
-        return None if value is None else Translated(f"{name} = {value}", False)
+        return None if value is None else Translated(_op("=", col, value), False)
     op = _COMPARISONS.get(type(f))
     if op is not None:
         value = literal(getattr(f, "value", None), data_type)
-        return None if value is None else Translated(f"{name} {op} {value}", True)
+        return None if value is None else Translated(_op(op, col, value), True)
     if isinstance(f, In):
         present = [v for v in f.value if v is not None]
         values = [literal(v, data_type) for v in present]
@@ -162,12 +175,12 @@ def _leaf(f: Filter, schema: T.StructType) -> Translated | None:
         # NULL in the list makes non-matching rows NULL rather than FALSE: drop it and the
         # list still keeps the matching rows, but its negation would keep too many.
         exact = len(present) == len(f.value)
-        return Translated(f"{name} IN ({', '.join(v for v in values if v)})", exact)
+        return Translated(_op("in", col, *(v for v in values if v is not None)), exact)
     function = _STRING_FUNCTIONS.get(type(f))
     text = getattr(f, "value", None)
     if function is not None and _is_plain_string(data_type) and isinstance(text, str):
         # Spark compares UTF8_BINARY strings by their bytes, as pqindex does.
-        return Translated(f"{function}({name}, {_string(text)})", True)
+        return Translated(_op(function, col, {"lit": text}), True)
     return None
 
 
@@ -178,11 +191,11 @@ _STRING_FUNCTIONS: dict[type, str] = {
 }
 
 
-def resolve(path: Sequence[str], schema: T.StructType) -> tuple[str, T.DataType] | None:
-    """The quoted pqindex name (``"a"."b"`` for a struct field) and Spark type of a column
-    path, matched as Spark does: exactly, else case-insensitively if that is unambiguous."""
+def resolve(path: Sequence[str], schema: T.StructType) -> tuple[tuple[str, ...], T.DataType] | None:
+    """The field names (as the schema spells them) and Spark type of a column path,
+    matched as Spark does: exactly, else case-insensitively if that is unambiguous."""
     data_type: T.DataType = schema
-    quoted = []
+    names: list[str] = []
     if not path:
         return None
     for part in path:
@@ -193,9 +206,9 @@ def resolve(path: Sequence[str], schema: T.StructType) -> tuple[str, T.DataType]
         ]
         if len(match) != 1:
             return None
-        quoted.append('"' + match[0].name.replace('"', '""') + '"')
+        names.append(match[0].name)
         data_type = match[0].dataType
-    return ".".join(quoted), data_type
+    return tuple(names), data_type
 
 
 def _is_plain_string(data_type: T.DataType) -> bool:
@@ -204,55 +217,78 @@ def _is_plain_string(data_type: T.DataType) -> bool:
     return isinstance(data_type, T.StringType) and collation in ("UTF8_BINARY", None)
 
 
-def literal(value: Any, data_type: T.DataType) -> str | None:
+def literal(value: Any, data_type: T.DataType) -> dict[str, Any] | None:
     """``value`` (a Python value of the Spark type ``data_type``, as pushed filters carry
-    them) as a pqindex literal of that type; None when pqindex would compare it
-    differently or the value does not fit the type."""
+    them) as a structured literal of that type; None when pqindex would compare it
+    differently or the value does not fit the type.
+
+    Numbers other than 64-bit integers travel as typed text: JSON numbers are doubles, and
+    the core's JSON reader parses them to the nearest double only approximately, so a
+    DOUBLE given as a JSON number could miss the very value it names."""
     if value is None:
         return None
     if isinstance(data_type, T.BooleanType):
-        return ("TRUE" if value else "FALSE") if isinstance(value, bool) else None
+        return {"lit": value} if isinstance(value, bool) else None
     if isinstance(value, bool):
         return None
     if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
-        return str(value) if isinstance(value, int) else None
+        ok = isinstance(value, int) and _I64[0] <= value <= _I64[1]
+        return {"lit": value} if ok else None
     if isinstance(data_type, (T.FloatType, T.DoubleType)) and isinstance(value, (int, float)):
-        name = "REAL" if isinstance(data_type, T.FloatType) else "DOUBLE"
-        return f"CAST('{_float_text(float(value))}' AS {name})"
-    if isinstance(data_type, T.DecimalType) and isinstance(value, (int, decimal.Decimal)):
-        number = decimal.Decimal(value)
-        if not number.is_finite() or _significant_digits(number) > _MAX_DIGITS:
+        number = _float_value(value, single=isinstance(data_type, T.FloatType))
+        if number is None:
             return None
-        return format(number, "f")
+        name = "REAL" if isinstance(data_type, T.FloatType) else "DOUBLE"
+        return {"lit": _float_text(number), "type": name}
+    if isinstance(data_type, T.DecimalType) and isinstance(value, (int, decimal.Decimal)):
+        return _decimal(decimal.Decimal(value))
     if _is_plain_string(data_type):
-        return _string(value) if isinstance(value, str) else None
+        return {"lit": value} if isinstance(value, str) else None
     if isinstance(data_type, T.BinaryType) and isinstance(value, (bytes, bytearray)):
-        return f"X'{bytes(value).hex().upper()}'"
+        return {"lit": bytes(value).hex(), "type": "BLOB", "encoding": "hex"}
     if isinstance(data_type, T.DateType):
         if isinstance(value, datetime.datetime) or not isinstance(value, datetime.date):
             return None
-        return f"DATE '{value.isoformat()}'"
+        return {"lit": value.isoformat(), "type": "DATE"}
     if isinstance(data_type, T.TimestampType) and isinstance(value, datetime.datetime):
         if value.tzinfo is None:
             return None
         utc = value.astimezone(datetime.timezone.utc)
-        return f"TIMESTAMPTZ '{_iso(utc)}+00:00'"
+        return {"lit": f"{_iso(utc)}+00:00", "type": "TIMESTAMPTZ"}
     if isinstance(data_type, T.TimestampNTZType) and isinstance(value, datetime.datetime):
-        return None if value.tzinfo is not None else f"TIMESTAMP '{_iso(value)}'"
+        return None if value.tzinfo is not None else {"lit": _iso(value), "type": "TIMESTAMP"}
     return None
 
 
-def _significant_digits(number: decimal.Decimal) -> int:
-    digits = "".join(map(str, number.as_tuple().digits)).strip("0")
-    return len(digits)
+def _decimal(number: decimal.Decimal) -> dict[str, Any] | None:
+    """A DECIMAL literal of the value's own digits, so that no cast rounds it."""
+    if not number.is_finite():
+        return None
+    text = format(number, "f")
+    whole, _, fraction = text.lstrip("-").partition(".")
+    scale = len(fraction)
+    precision = max(1, len(whole.lstrip("0")) + scale, scale)
+    if precision > _MAX_DIGITS:
+        return None
+    return {"lit": text, "type": f"DECIMAL({precision},{scale})"}
+
+
+def _float_value(value: int | float, single: bool) -> float | None:
+    """``value`` as the float it is, if it is one exactly (a FLOAT's value for ``single``):
+    a rounded value would compare differently."""
+    try:
+        number = float(value)
+        if single and math.isfinite(number):
+            number = struct.unpack("f", struct.pack("f", number))[0]
+    except OverflowError:
+        return None
+    if math.isnan(number):
+        return number if isinstance(value, float) else None
+    return number if number == value else None
 
 
 def _iso(value: datetime.datetime) -> str:
     return f"{value.year:04d}-{value.month:02d}-{value.day:02d} " + value.strftime("%H:%M:%S.%f")
-
-
-def _string(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 def _float_text(value: float) -> str:

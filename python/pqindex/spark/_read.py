@@ -19,6 +19,9 @@ Object-store sources (``s3a://``, ``s3://``, ``gs://``, ...) are read by pqindex
 the driver and in executors, so Spark needs no s3a connector: the schema comes from pqindex,
 and credentials from ``storage_options`` or the session's ``fs.s3a.*`` settings.
 
+A string naming a catalog table (``"db.events"``) is read from the table's location, as
+Spark reads the table (``_tables``).
+
 Delta and Iceberg tables (a Delta table's directory, a pyiceberg ``Table``) are planned by
 pqindex from the table's own metadata, as ``pqindex.scan`` plans them (deletes applied,
 columns under the table's names); their schema too comes from pqindex, since Spark here has
@@ -35,8 +38,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pqindex
-from pqindex.spark import _client_filters, _jvm_filters, _portable, _schema
+from pqindex.spark import _client_filters, _jvm_filters, _portable, _schema, _tables
 from pqindex.spark._arrow import arrow_schema, conform
+from pqindex.spark._datasource import shown
 from pqindex.spark._guard import guarded
 from pqindex.spark._metrics import (
     EXECUTOR_KEYS,
@@ -46,7 +50,7 @@ from pqindex.spark._metrics import (
     with_metrics_column,
     with_null_counters,
 )
-from pqindex.spark._predicate import translate_all
+from pqindex.spark._predicate import conjunction, literal, translate_all
 from pqindex.spark._session import default_parallelism, empty_frame, is_connect
 from pqindex.spark._sql import tokenize
 from pqindex.spark._storage import is_remote, storage_options_for
@@ -117,9 +121,24 @@ class SparkScan:
         version: int | None = None,
         timestamp: Any = None,
         snapshot_id: int | None = None,
+        limit: int | None = None,
     ) -> None:
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
+        ):
+            raise pqindex.InvalidArgumentError(
+                f"limit must be a non-negative integer, not {limit!r}"
+            )
+        #: At most this many rows: Spark's ``limit``, and each task stops reading there
+        #: when pqindex's rows are already the answer's.
+        self.limit = limit
         self._spark = spark
         self._connect = is_connect(spark)
+        #: The catalog table ``source`` names, if it names one rather than a path.
+        self.catalog_table: _tables.CatalogTable | None = None
+        if _tables.is_table(spark, source):
+            self.catalog_table = _tables.resolve(spark, source, storage_options)
+            source = self.catalog_table.location
         self._source = source
         self._table = _table_format(source)
         self._time_travel = {"version": version, "timestamp": timestamp, "snapshot_id": snapshot_id}
@@ -133,7 +152,10 @@ class SparkScan:
         self._where = where
         self._batch_size = batch_size
         self._keys = _Keys.of(spark, keys, on, max_keys)
-        self.predicate: str | None = None
+        #: What pqindex was given of ``where``: the caller's SQL text where pqindex reads it
+        #: exactly as Spark does, else a structured predicate (docs/predicates.md) made from
+        #: what Spark confirmed; None when nothing can prune.
+        self.predicate: str | dict[str, Any] | None = None
         #: Whether pqindex's predicate means exactly Spark's condition, so that Spark
         #: need not apply it again.
         self.exact = False
@@ -164,7 +186,7 @@ class SparkScan:
             return
         if base is None:
             # Only Spark can tell the schema of this local dataset.
-            base = spark.read.parquet(*self._paths)
+            base = self._spark_frame()
             self.predicate = self._pushed(base)
         self._columns = list(columns) if columns is not None else list(base.columns)
         condition = [] if self.exact else self._condition_columns(base)
@@ -190,10 +212,12 @@ class SparkScan:
 
     # --- planning -------------------------------------------------------------------------
 
-    def _scan(self, columns: list[str] | None, where: str | None) -> pqindex.Scan:
+    def _scan(self, columns: list[str] | None, where: str | dict[str, Any] | None) -> pqindex.Scan:
         keys = self._keys
-        if keys is not None and keys.range_sql:
-            where = keys.range_sql if where is None else f"({where}) AND ({keys.range_sql})"
+        if keys is not None and keys.range is not None:
+            # Never SQL text here: the text is tried as written only without a key range.
+            assert not isinstance(where, str)
+            where = keys.range if where is None else conjunction([where, keys.range])
         return pqindex.scan(
             self._paths if self._table is None else self._source,
             where=where,
@@ -218,7 +242,7 @@ class SparkScan:
 
         local = self._table is None and not is_remote(self._paths)
         probe: pqindex.Scan | None = None
-        if isinstance(where, str):
+        if isinstance(where, str) and (self._keys is None or self._keys.range is None):
             try:
                 probe = self._scan(None, where)
             except (pqindex.PredicateError, pqindex.UnsupportedError):
@@ -244,6 +268,10 @@ class SparkScan:
                 return None, None
         else:
             schema = _nullable(from_arrow_schema(pa.schema(probe)))
+            table = self._parquet_table()
+            if table is not None:
+                _tables.check_types(self._spark, table, schema)
+                schema = table.schema
         base = empty_frame(self._spark, schema)
         if where is None:
             return probe, base
@@ -253,7 +281,7 @@ class SparkScan:
             self.exact = True
             return probe, base
         translated = translate_all(confirmed.filters, base.schema)
-        self.predicate = translated.sql if translated is not None else None
+        self.predicate = translated.predicate if translated is not None else None
         # The probe is the plan only if it was made with the predicate now chosen.
         return (probe if self.predicate is None and not written else None), base
 
@@ -263,10 +291,29 @@ class SparkScan:
         import pyarrow as pa
 
         if self._local_schema is _UNKNOWN:
-            self._local_schema = _schema.spark_schema(self._spark, pa.schema(plan), self._paths)
+            found = _schema.spark_schema(self._spark, pa.schema(plan), self._paths)
+            table = self._parquet_table()
+            if table is not None:
+                # The files typed as the table declares them, or refused; only Spark can
+                # then say how a partitioned table's columns are typed.
+                _tables.check_types(self._spark, table, found)
+                found = None if found is None else table.schema
+            self._local_schema = found
         return self._local_schema
 
-    def _pushed(self, base: Any) -> str | None:
+    def _parquet_table(self) -> _tables.CatalogTable | None:
+        """The catalog Parquet table read, if ``source`` named one."""
+        table = self.catalog_table
+        return table if table is not None and table.schema is not None else None
+
+    def _spark_frame(self) -> Any:
+        """``spark.read.parquet(source)``, typed as the catalog table declares it for a
+        table read by name."""
+        table = self._parquet_table()
+        reader = self._spark.read if table is None else self._spark.read.schema(table.schema)
+        return reader.parquet(*self._paths)
+
+    def _pushed(self, base: Any) -> dict[str, Any] | None:
         """The pqindex predicate for what Spark confirms of ``where``."""
         if self._where is None:
             return None
@@ -276,7 +323,7 @@ class SparkScan:
         if filters is None:
             filters = _client_filters.pushed_filters(base, self._where).filters
         translated = translate_all(filters, base.schema)
-        return translated.sql if translated is not None else None
+        return translated.predicate if translated is not None else None
 
     def _condition_columns(self, base: Any) -> list[str]:
         """Top-level columns ``where`` refers to (read too, for Spark's final filter)."""
@@ -316,6 +363,10 @@ class SparkScan:
         return self._df
 
     def _build(self) -> Any:
+        df = self._filtered()
+        return df if self.limit is None else df.limit(self.limit)
+
+    def _filtered(self) -> Any:
         spark = self._spark
         df = self._rows()
         if self.read_by == "spark":
@@ -393,7 +444,8 @@ class SparkScan:
             schema = self._spark_schema_of(self._plan)
         if schema is not None and schema is not _UNKNOWN:
             reader = reader.schema(schema)
-        df = reader.parquet(*self._paths)
+        table = self._parquet_table()
+        df = self._spark.table(table.name) if table is not None else reader.parquet(*self._paths)
         if self._where is not None:
             df = df.where(self._where)
         if self._spark_takes_over:
@@ -434,6 +486,9 @@ class SparkScan:
             batch_size=self._batch_size,
             target=arrow_schema(schema),
         )
+        if self.limit is not None and (self._where is None or self.exact) and self._keys is None:
+            # Spark filters no row of these again: a task stops once it has the limit.
+            read.limit = self.limit
         if self._keys is not None and self._keys.exact:
             # Every key travels with the tasks, so they return the semi join's rows.
             read.keys, read.on = ipc_bytes(self._keys.table), list(self._keys.on)
@@ -458,7 +513,7 @@ class SparkScan:
         lines = [
             "pqindex Spark read",
             f"  spark condition: {self._where!r}",
-            f"  pushed to pqindex: {self.predicate or '(nothing)'}"
+            f"  pushed to pqindex: {shown(self.predicate)}"
             + (" (exactly Spark's condition: Spark does not apply it again)" if self.exact else ""),
             f"  read {self._placement()}: "
             f"{self._units.num_rows} units, ~{self.selected_bytes} bytes of selected pages, "
@@ -522,7 +577,7 @@ class _ReadUnits:
 
     catalog: str | None
     now_ns: int
-    where: str | None
+    where: str | dict[str, Any] | None
     columns: list[str]
     batch_size: int
     target: Any
@@ -531,6 +586,8 @@ class _ReadUnits:
     #: The collected join keys (Arrow IPC) and their columns, for a keyed read.
     keys: bytes | None = None
     on: list[str] | None = None
+    #: Rows a task needs at most (set only when Spark filters none of them again).
+    limit: int | None = None
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -553,6 +610,7 @@ class _ReadUnits:
                     read_ahead=task_read_ahead(),
                     keys=None if self.keys is None else pa.ipc.open_stream(self.keys).read_all(),
                     on=self.on,
+                    limit=self.limit,
                 )
                 for out in pa.RecordBatchReader.from_stream(scan):
                     rows = conform(out, data_target)
@@ -568,13 +626,13 @@ class _ReadUnits:
 @dataclass
 class _Keys:
     """Join keys for a read: the distinct keys collected to the driver (``table``), or only
-    their range when there are more than ``max_keys`` (``range_sql``), and where they came
-    from, for Spark's semi join."""
+    their range when there are more than ``max_keys`` (``range``, a structured predicate),
+    and where they came from, for Spark's semi join."""
 
     on: list[str]
     source: Any
     table: Any = None
-    range_sql: str | None = None
+    range: dict[str, Any] | None = None
 
     @property
     def exact(self) -> bool:
@@ -615,11 +673,11 @@ class _Keys:
         ).toArrow()
         parts = []
         for i, n in enumerate(names):
-            lo, hi = bounds.column(f"lo{i}")[0], bounds.column(f"hi{i}")[0]
-            low, high = _literal(lo), _literal(hi)
+            lo, hi = bounds.column(f"lo{i}")[0].as_py(), bounds.column(f"hi{i}")[0].as_py()
+            low, high = _bound(lo), _bound(hi)
             if low is not None and high is not None:
-                parts.append(f'"{n}" BETWEEN {low} AND {high}')
-        return _Keys(names, chosen, None, " AND ".join(parts) or None)
+                parts.append({"op": "between", "args": [{"col": n}, low, high]})
+        return _Keys(names, chosen, None, conjunction(parts) if parts else None)
 
     def frame(self, spark: Any) -> Any:
         """The keys as a Spark DataFrame, for the semi join."""
@@ -657,23 +715,28 @@ def _is_spark_frame(value: Any) -> bool:
     return type(value).__name__ == "DataFrame" and hasattr(value, "sparkSession")
 
 
-def _literal(scalar: Any) -> str | None:
-    """A key bound as pqindex SQL (numbers, strings and dates; None for other types)."""
+def _bound(value: Any) -> dict[str, Any] | None:
+    """A key's bound as a structured literal: numbers, strings and dates (a bound of another
+    type is not pushed; Spark's semi join still keeps the result exact)."""
     import datetime as dt
     from decimal import Decimal
 
-    value = scalar.as_py()
-    if isinstance(value, bool) or value is None:
+    from pyspark.sql import types as T
+
+    spark_type: T.DataType
+    if isinstance(value, bool) or value is None or isinstance(value, dt.datetime):
         return None
     if isinstance(value, int | Decimal):
-        return str(value)
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    if isinstance(value, dt.datetime):
+        spark_type = T.DecimalType(38, 0) if isinstance(value, Decimal) else T.LongType()
+        if isinstance(value, int) and not -(1 << 63) <= value < 1 << 63:
+            value, spark_type = Decimal(value), T.DecimalType(38, 0)
+    elif isinstance(value, str):
+        spark_type = T.StringType()
+    elif isinstance(value, dt.date):
+        spark_type = T.DateType()
+    else:
         return None
-    if isinstance(value, dt.date):
-        return f"DATE '{value.isoformat()}'"
-    return None
+    return literal(value, spark_type)
 
 
 def _nullable(schema: Any) -> Any:
@@ -708,13 +771,19 @@ def read(
     **options: Any,
 ) -> Any:
     """The rows of ``spark.read.parquet(source).where(where).select(columns)``, reading only
-    the pages that can match. ``where`` is SQL text or a ``pyspark.sql.Column``.
+    the pages that can match. ``where`` is SQL text or a ``pyspark.sql.Column``. ``source``
+    is a Parquet file, a directory or a list of them, a Delta table's directory, a pyiceberg
+    ``Table``, or the name of a catalog table (``"db.events"``; a string that cannot be a
+    path and that ``spark.catalog.tableExists`` knows), read as Spark reads that table.
 
     With ``keys`` (a Spark DataFrame, an Arrow table or array, or a Python sequence) and
     ``on`` (the key column or columns), only the rows whose key is among the keys: a left
     semi join, SQL NULL semantics. Up to ``max_keys`` distinct keys are collected to the
     driver and prune files, row groups and pages as an IN list would; more keys prune by
-    their range only. Spark's semi join keeps the result exact."""
+    their range only. Spark's semi join keeps the result exact.
+
+    ``limit`` returns at most that many of the rows (``df.limit(n)``), each task stopping
+    once it has them where pqindex's rows need no filtering by Spark."""
     return SparkScan(spark, source, where, columns, **options).to_df()
 
 

@@ -3,21 +3,37 @@
 A Spark Connect session (``SparkSession.builder.remote(...)``) has no JVM gateway,
 ``sparkContext``, RDDs or accumulators; a classic one has all of them. Everything in
 ``pqindex.spark`` that needs the classic side asks ``is_connect`` first.
+
+Connect objects are recognised without importing ``pyspark.sql.connect``: on an install
+without the connect extras (``pqindex[spark]``, no grpcio) that import raises, and a
+Connect session, DataFrame or Column can only exist once its module was imported.
 """
 
 from __future__ import annotations
 
+import sys
 import weakref
 from typing import Any
 
 
+def _connect_class(module: str, name: str) -> Any:
+    """``pyspark.sql.connect.<module>.<name>`` if that module is loaded, else None (a leaf
+    module: a failed import of the connect extras leaves ``pyspark.sql.connect`` itself
+    half-loaded)."""
+    loaded = sys.modules.get(f"pyspark.sql.connect.{module}")
+    return getattr(loaded, name, None) if loaded is not None else None
+
+
 def is_connect(spark: Any) -> bool:
     """Whether ``spark`` is a Spark Connect session."""
-    try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
-    except ImportError:  # pyspark without the connect extras: only classic sessions exist
-        return False
-    return isinstance(spark, ConnectSession)
+    cls = _connect_class("session", "SparkSession")
+    return cls is not None and isinstance(spark, cls)
+
+
+def is_connect_column(value: Any) -> bool:
+    """Whether ``value`` is a Spark Connect ``Column``."""
+    cls = _connect_class("column", "Column")
+    return cls is not None and isinstance(value, cls)
 
 
 def default_parallelism(spark: Any) -> int:

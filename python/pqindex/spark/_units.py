@@ -1,10 +1,9 @@
 """A plan's units on their way to Spark tasks: grouped into partitions of about equal
-fetched bytes (a file's units stay together, so a task reads each footer once) and carried
-as Arrow IPC bytes."""
+fetched bytes (runs of consecutive units, so a file's units mostly share a task, which
+then reads its footer once) and carried as Arrow IPC bytes."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 
@@ -20,21 +19,21 @@ def ipc_bytes(table: Any) -> bytes:
 
 def balanced_groups(units: Any, partitions: int) -> list[list[int]]:
     """Consecutive runs of unit indices (plan order keeps a file's units together) of about
-    ``total / partitions`` estimated bytes each."""
+    ``total / partitions`` estimated bytes each: a unit goes to the share of the bytes its
+    middle falls in, so no run exceeds its share by more than half a unit at either end
+    (filling runs greedily up to the share leaves the excess of every run to the last)."""
     sizes = [max(1, int(b)) for b in units.column("selected_bytes").to_pylist()]
     if not sizes:
         return []
     parts = max(1, min(partitions, len(sizes)))
-    target = math.ceil(sum(sizes) / parts)
-    groups: list[list[int]] = [[]]
-    filled = 0
+    total = sum(sizes)
+    groups: list[list[int]] = [[] for _ in range(parts)]
+    before = 0
     for i, size in enumerate(sizes):
-        if groups[-1] and filled + size > target and len(groups) < parts:
-            groups.append([])
-            filled = 0
-        groups[-1].append(i)
-        filled += size
-    return groups
+        share = min(parts - 1, (2 * before + size) * parts // (2 * total))
+        groups[share].append(i)
+        before += size
+    return [g for g in groups if g]
 
 
 #: The read-ahead of a task's stream: Spark runs a task per core, each in its own Python
