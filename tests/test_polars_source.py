@@ -697,6 +697,15 @@ def test_a_limit_before_the_filter_is_not_pruned(dataset: Path, reference: pl.Da
     assert scans[-1].metrics()["rows_selected"] == FILES * ROWS_PER_FILE
 
 
+def test_a_head_stops_reading_at_its_rows(dataset: Path, reference: pl.DataFrame) -> None:
+    scans: list[pqindex.Scan] = []
+    got = pqp.scan(str(dataset), on_scan=scans.append).head(7).collect()
+    assert rows(got) == rows(reference.head(7))
+    m = scans[-1].metrics()
+    assert m["rows_scanned"] < ROWS_PER_FILE, m
+    assert m["units_read"] == 1, m
+
+
 def test_counts_projections_and_typed_errors(dataset: Path, reference: pl.DataFrame) -> None:
     lf = pqp.scan(str(dataset))
     expr = pl.col("i") > 3

@@ -167,3 +167,9 @@ def test_top_k_over_a_delta_table_with_deletes(tmp_path: Path) -> None:
     deltalake.DeltaTable(uri).delete("k >= 990")
     table = pqindex.scan(uri, columns=["k"], order_by="k desc", limit=3).to_arrow()
     assert table.column("k").to_pylist() == [989, 988, 987]
+
+
+def test_explain_says_what_the_limit_does(path: str) -> None:
+    top = pqindex.scan(path, columns=["ts"], order_by="ts desc", limit=3).explain()
+    assert "top:         3 rows by ts desc" in top
+    assert "limit:       5 rows" in pqindex.scan(path, limit=5).explain()

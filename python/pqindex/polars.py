@@ -128,8 +128,13 @@ def scan(
             # What polars refuses (a comparison of mismatched types) fails even when pruning
             # leaves no batch to filter.
             pl.DataFrame(schema={c: schema[c] for c in read}).filter(predicate)
+        # Without a pruning predicate the scan reads units in file order: its limit is the
+        # first n_rows rows, and it stops fetching there.
+        limit = n_rows if where is None else None
         try:
-            planned = pqindex.scan(source, where=where, columns=read, string_view=True, **options)
+            planned = pqindex.scan(
+                source, where=where, columns=read, string_view=True, limit=limit, **options
+            )
         except (pqindex.PredicateError, pqindex.UnsupportedError):
             if where is None:
                 raise

@@ -33,6 +33,27 @@ fn explain(scan: &Scan) -> String {
         .map(|f| f.name().as_str())
         .collect();
     let _ = writeln!(s, "  columns:     {}", names.join(", "));
+    match (scan.limit, scan.order_by.is_empty()) {
+        (Some(k), false) => {
+            let keys: Vec<String> = scan
+                .order_by
+                .iter()
+                .map(|o| format!("{} {}", o.column, if o.descending { "desc" } else { "asc" }))
+                .collect();
+            let _ = writeln!(
+                s,
+                "  top:         {k} rows by {} (nulls last): pages best bound first, skipping those that cannot hold one",
+                keys.join(", ")
+            );
+        }
+        (Some(n), true) => {
+            let _ = writeln!(
+                s,
+                "  limit:       {n} rows: units whose every row matches first, read until the rows are out"
+            );
+        }
+        _ => {}
+    }
     let _ = writeln!(
         s,
         "  files:       {} listed, {} pruned ({} by partition values, {} by embedded indexes)",
