@@ -4,7 +4,7 @@ of growing selected bytes, on TPC-H lineitem sorted by ``l_orderkey``.
 
     python benches/spark_threshold.py --data pqindex-data/sf1/pqindex-written [--runs 3]
 
-The crossover is what ``pqindex.spark.DRIVER_READ_BYTES`` is set from (benches/README.md).
+The crossover is what ``pqindex.spark.DRIVER_READ_BYTES`` is set from (benches/HISTORY.md).
 """
 
 from __future__ import annotations

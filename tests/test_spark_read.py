@@ -878,6 +878,34 @@ def test_limit_reads_few_rows_in_executors(spark: Any, data_dir: Path) -> None:
         pqs.read(spark, str(path), limit=-1)
 
 
+def test_order_by_with_limit_gives_sparks_first_rows(spark: Any, data_dir: Path) -> None:
+    import pqindex.spark as pqs
+    from pyspark.sql import functions as F
+
+    path = data_dir / "sorted_top.parquet"
+    write_sorted(path, 200_000)
+    base = spark.read.parquet(str(path))
+    for where, order, spark_order, k in [
+        ("k >= 1000", "k desc", [F.col("k").desc_nulls_last()], 5),
+        (None, [("k", "asc")], [F.col("k").asc_nulls_last()], 3),
+        ("k % 7 = 3", [("payload", "desc")], [F.col("payload").desc_nulls_last()], 4),
+    ]:
+        want_df = base if where is None else base.where(where)
+        want = [r["k"] for r in want_df.orderBy(*spark_order).limit(k).collect()]
+        for driver_read_bytes in (1 << 30, 0):
+            got = pqs.read(
+                spark,
+                str(path),
+                where,
+                order_by=order,
+                limit=k,
+                driver_read_bytes=driver_read_bytes,
+            ).collect()
+            assert [r["k"] for r in got] == want, (where, order, driver_read_bytes)
+    with pytest.raises(pqindex.InvalidArgumentError, match="needs a limit"):
+        pqs.read(spark, str(path), order_by="k desc")
+
+
 def test_driver_read_bytes_decides_the_path(spark: Any, data_dir: Path) -> None:
     """Plans estimated below ``driver_read_bytes`` read on the driver, others in executors;
     the default threshold is ``DRIVER_READ_BYTES``."""

@@ -234,6 +234,7 @@ def read_units(
     on: Sequence[str] | None = None,
     decode: Decode | None = None,
     limit: int | None = None,
+    order_by: Sequence[tuple[str, bool]] | None = None,
 ) -> Scan: ...
 def set_read_ahead(read_ahead_bytes: int) -> None:
     """Bound what a scan's stream holds for row groups ahead of the consumer (fetched pages

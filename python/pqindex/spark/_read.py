@@ -61,7 +61,7 @@ from pqindex.spark._units import balanced_groups, ipc_bytes, task_read_ahead
 #: pages at hundreds of MB/s, so below it starting a job costs more than the read, as long
 #: as few rows come back (``DRIVER_RESULT_BYTES``). It also bounds what a driver read that
 #: stops for many rows has cost: its first rows may come only after most of a row group.
-#: Measured in benches/README.md ("Where rows are read").
+#: Measured in benches/HISTORY.md ("Where rows are read").
 DRIVER_READ_BYTES = 128 * 1024 * 1024
 #: A read on the driver stops once its rows take more than this as Arrow: handing rows over
 #: with ``createDataFrame`` costs tens of milliseconds a MB, more than a job's start-up
@@ -122,7 +122,16 @@ class SparkScan:
         timestamp: Any = None,
         snapshot_id: int | None = None,
         limit: int | None = None,
+        order_by: Any = None,
     ) -> None:
+        from pqindex._scan import order_keys
+
+        #: ``(column, descending)`` pairs: which rows ``limit`` keeps (NULLs last).
+        self.order_by = order_keys(order_by)
+        if self.order_by is not None and limit is None:
+            raise pqindex.InvalidArgumentError(
+                "order_by needs a limit: the read returns the first rows in that order"
+            )
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
         ):
@@ -364,6 +373,20 @@ class SparkScan:
 
     def _build(self) -> Any:
         df = self._filtered()
+        if self.order_by is not None:
+            from pyspark.sql import functions as F
+
+            missing = [c for c, _ in self.order_by if c not in df.columns]
+            if missing:
+                raise pqindex.InvalidArgumentError(
+                    f"order_by columns {missing} are not among the columns read {df.columns}"
+                )
+            df = df.orderBy(
+                *[
+                    F.col(c).desc_nulls_last() if d else F.col(c).asc_nulls_last()
+                    for c, d in self.order_by
+                ]
+            )
         return df if self.limit is None else df.limit(self.limit)
 
     def _filtered(self) -> Any:
@@ -436,7 +459,7 @@ class SparkScan:
         """``spark.read.parquet(source).where(where).select(columns)``, as Spark reads it,
         given the schema where pqindex's plan has read it as Spark would: Spark then skips
         inferring it (listing the files, reading a footer in a job of its own), which took
-        longer than pqindex's whole plan (``benches/README.md``, "Spark's own reader")."""
+        longer than pqindex's whole plan (``benches/HISTORY.md``, "Spark's own reader")."""
         reader = self._spark.read
         # Taken over at the first plan (of every column), the schema is not asked yet.
         schema = self._local_schema
@@ -487,8 +510,12 @@ class SparkScan:
             target=arrow_schema(schema),
         )
         if self.limit is not None and (self._where is None or self.exact) and self._keys is None:
-            # Spark filters no row of these again: a task stops once it has the limit.
+            # Spark filters no row of these again: a task stops once it has the limit (its
+            # top rows, with an order), and Spark takes the first of all tasks' rows.
             read.limit = self.limit
+            read_columns = set(self._read_schema.fieldNames())
+            if self.order_by is not None and all(c in read_columns for c, _ in self.order_by):
+                read.order_by = self.order_by
         if self._keys is not None and self._keys.exact:
             # Every key travels with the tasks, so they return the semi join's rows.
             read.keys, read.on = ipc_bytes(self._keys.table), list(self._keys.on)
@@ -586,8 +613,10 @@ class _ReadUnits:
     #: The collected join keys (Arrow IPC) and their columns, for a keyed read.
     keys: bytes | None = None
     on: list[str] | None = None
-    #: Rows a task needs at most (set only when Spark filters none of them again).
+    #: Rows a task needs at most (set only when Spark filters none of them again), and
+    #: which: the first in this order.
     limit: int | None = None
+    order_by: list[tuple[str, bool]] | None = None
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -611,6 +640,7 @@ class _ReadUnits:
                     keys=None if self.keys is None else pa.ipc.open_stream(self.keys).read_all(),
                     on=self.on,
                     limit=self.limit,
+                    order_by=self.order_by,
                 )
                 for out in pa.RecordBatchReader.from_stream(scan):
                     rows = conform(out, data_target)
@@ -783,7 +813,10 @@ def read(
     their range only. Spark's semi join keeps the result exact.
 
     ``limit`` returns at most that many of the rows (``df.limit(n)``), each task stopping
-    once it has them where pqindex's rows need no filtering by Spark."""
+    once it has them where pqindex's rows need no filtering by Spark; with ``order_by``
+    (``"ts desc"``, ``[("ts", "desc"), "k"]``, as ``pqindex.scan`` takes it) the first
+    rows in that order, NULLs last: each task reads only the pages that can hold one of
+    its top rows, and Spark orders their union."""
     return SparkScan(spark, source, where, columns, **options).to_df()
 
 

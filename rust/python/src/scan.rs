@@ -177,7 +177,7 @@ impl PyScan {
 /// Read `units` (rows of `Scan.units()`, from a plan made elsewhere) with the planning
 /// scan's `where`, `columns` and `now_ns`.
 #[pyfunction]
-#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None, catalog=None, storage_options=None, read_ahead=None, keys=None, on=None, decode=None, limit=None))]
+#[pyo3(signature = (units, *, now_ns, r#where=None, columns=None, batch_size=65536, threads=None, catalog=None, storage_options=None, read_ahead=None, keys=None, on=None, decode=None, limit=None, order_by=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn read_units(
     py: Python<'_>,
@@ -194,6 +194,7 @@ pub fn read_units(
     on: Option<Vec<String>>,
     decode: Option<String>,
     limit: Option<u64>,
+    order_by: Option<Vec<(String, bool)>>,
 ) -> PyResult<PyScan> {
     let keys = key_spec(keys, on)?;
     let opts = ScanOptions {
@@ -209,7 +210,7 @@ pub fn read_units(
         keys,
         read_ahead,
         string_view: false,
-        order_by: Vec::new(),
+        order_by: order_keys(order_by),
     };
     let batches = units
         .into_reader()?
