@@ -10,10 +10,10 @@ echo "== layers of the Rust core (imports point down, no cycles)"
 
 echo "== cargo fmt / clippy"
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy --workspace --all-targets --features pqindex-core/fuzzing -- -D warnings
 
 echo "== cargo test / doc"
-cargo test -p pqindex-core
+cargo test -p pqindex-core --features fuzzing
 RUSTDOCFLAGS="-D warnings" cargo doc -p pqindex-core --no-deps --document-private-items -q
 
 echo "== ruff / mypy"

@@ -14,6 +14,7 @@
 
 mod catalog;
 mod error;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 mod index;
