@@ -243,6 +243,28 @@ def test_columns_and_limit_options(spark: Any, dataset: str) -> None:
         spark.read.format("pqindex").option("limit", "-1").load(dataset).collect()
 
 
+def test_order_by_and_limit_options(spark: Any, dataset: str) -> None:
+    from pyspark.sql import functions as F
+
+    register(spark)
+    base = spark.read.parquet(dataset)
+    for order, spark_order in (
+        ("k desc", [F.col("k").desc_nulls_last()]),
+        ('[["s", "desc"], "k"]', [F.col("s").desc_nulls_last(), F.col("k").asc_nulls_last()]),
+    ):
+        df = (
+            spark.read.format("pqindex")
+            .option("where", "k >= 100")
+            .option("order_by", order)
+            .option("limit", "6")
+            .load(dataset)
+        )
+        want = base.where("k >= 100").orderBy(*spark_order)
+        assert [r.k for r in df.collect()] == [r.k for r in want.limit(6).collect()], order
+    with pytest.raises(Exception, match="needs a limit"):
+        spark.read.format("pqindex").option("order_by", "k").load(dataset).collect()
+
+
 def test_now_reaches_the_read(spark: Any, dataset: str) -> None:
     """``now()`` is folded once at planning and carried in each partition: read by a
     read function pickled before planning ran, it would otherwise be the epoch."""

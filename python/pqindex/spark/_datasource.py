@@ -24,7 +24,9 @@ Options:
   pyiceberg; ``iceberg.<key>`` its FileIO properties), or a catalog table resolved on the
   driver with ``table_options``; time travel with ``version``, ``timestamp``,
   ``snapshot_id``;
-- pruning: ``where``, ``columns`` (comma separated), ``limit``;
+- pruning: ``where``, ``columns`` (comma separated), ``limit``, and ``order_by`` with
+  ``limit`` (``"ts desc"``, or a JSON list of names and ``[name, "desc"]`` pairs: the first
+  rows in that order, NULLs last, read by one task from the pages that can hold them);
 - ``batch_size``, ``partitions`` (how many to plan; twice the cluster's parallelism when
   registered);
 - storage settings: ``storage.<key>`` for any ``storage_options`` key, or Hadoop's
@@ -148,6 +150,8 @@ class Settings:
     where: str | dict[str, Any] | None = None
     columns: list[str] | None = None
     limit: int | None = None
+    #: ``(column, descending)`` pairs: which rows ``limit`` keeps.
+    order_by: list[tuple[str, bool]] | None = None
     batch_size: int = 65536
     partitions: int = 4
     storage_options: dict[str, str] | None = None
@@ -193,6 +197,7 @@ def settings(options: Mapping[str, str], default_partitions: int = 4) -> Setting
         where=condition(opts.get("where")),
         columns=column_list(opts.get("columns")),
         limit=number("limit", None, 0),
+        order_by=order_list(opts.get("order_by")),
         batch_size=number("batch_size", 65536, 1) or 65536,
         partitions=number("partitions", default_partitions, 1) or default_partitions,
         storage_options=from_options(opts),
@@ -211,6 +216,17 @@ def settings(options: Mapping[str, str], default_partitions: int = 4) -> Setting
             "Python worker: resolve it on the driver with "
             "spark.read.format('pqindex').options(**pqindex.spark.table_options(spark, "
             f"{out.table!r})).load()"
+        )
+    if out.order_by is not None and out.columns is not None:
+        outside = [c for c, _ in out.order_by if c not in out.columns]
+        if outside:
+            raise pqindex.InvalidArgumentError(
+                f"the order_by option names {outside}, which the columns option leaves out"
+            )
+    if out.order_by is not None and out.limit is None:
+        raise pqindex.InvalidArgumentError(
+            "the order_by option needs a limit option: the source returns the first rows in "
+            "that order"
         )
     if bool(out.paths) == bool(out.iceberg):
         raise pqindex.InvalidArgumentError(
@@ -235,6 +251,19 @@ def condition(text: str | None) -> str | dict[str, Any] | None:
             raise pqindex.PredicateError("the where option's JSON must be an object")
         return document
     return text
+
+
+def order_list(text: str | None) -> list[tuple[str, bool]] | None:
+    """The ``order_by`` option: ``"ts desc, k"``, or a JSON list of names and
+    ``[name, "asc" | "desc"]`` pairs."""
+    from pqindex._scan import order_keys
+
+    if text is None or not text.strip():
+        return None
+    if text.lstrip().startswith("["):
+        items = [tuple(i) if isinstance(i, list) else i for i in json.loads(text)]
+        return order_keys(items)
+    return order_keys([part for part in text.split(",") if part.strip()])
 
 
 def column_list(text: str | None) -> list[str] | None:
@@ -432,6 +461,7 @@ class _Reader(DataSourceReader):
             storage_options=s.storage_options,
             read_ahead=task_read_ahead(),
             limit=s.limit,
+            order_by=s.order_by,
         )
         left = s.limit
         for batch in pa.RecordBatchReader.from_stream(scan):
