@@ -109,7 +109,7 @@ def indexed_copy(spark: Any, source: Path) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.copytree(source, tmp)
     start = time.perf_counter()
-    index = pqindex.DistinctIndex("l_partkey")  # type: ignore[call-arg]
+    index = pqindex.DistinctIndex("l_partkey")
     report = pqindex.spark.build_indexes(spark, tmp, [index])
     table = report.toArrow()
     errors = [e for e in table.column("error").to_pylist() if e]

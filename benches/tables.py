@@ -656,7 +656,7 @@ def run_queries(
             continue
         if phase:
             start = time.perf_counter()
-            needle_index = pqindex.DistinctIndex("l_partkey")  # type: ignore[call-arg]
+            needle_index = pqindex.DistinctIndex("l_partkey")
             report = pqindex.add_indexes(source, [needle_index])
             index_report = {
                 "seconds": time.perf_counter() - start,

@@ -39,6 +39,11 @@ class IndexDefinition:
     column: str
     columns: tuple[str, ...]
 
+    if TYPE_CHECKING:
+        # Each kind's class takes its own arguments (the registry's parameters), which a
+        # type checker cannot see in classes made at import.
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
     @property
     def index_columns(self) -> tuple[str, ...]:
         """The indexed columns (one index each)."""

@@ -74,8 +74,8 @@ class IndexFlag:
         cls = index_class(self.info["name"])
         try:
             if self.info["multi_column"]:
-                return cls(columns=[column], **fields)  # type: ignore[call-arg]
-            return cls(column=column, **fields)  # type: ignore[call-arg]
+                return cls(columns=[column], **fields)
+            return cls(column=column, **fields)
         except pqindex.InvalidArgumentError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 

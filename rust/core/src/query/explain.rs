@@ -106,7 +106,7 @@ fn explain(scan: &Scan) -> String {
     }
     let _ = writeln!(
         s,
-        "  pages:       {} of the needed columns in kept row groups, {} pruned by page index",
+        "  pages:       {} of the needed columns in kept row groups, {} pruned (holding no selected row: the page index, embedded indexes and deletes select rows)",
         m.pages.get(),
         m.pages_pruned.get()
     );
