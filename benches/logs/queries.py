@@ -5,8 +5,8 @@ Literals come from ``_literals.json`` beside the data (written by generate.py), 
 lookup finds what it should. Every query is ``SELECT *``: a log viewer shows whole rows.
 
 The pqindex side goes through one adapter per feature (``token_predicate``, ``newest``,
-``first``). Each does what today's API can and switches to the API that would serve the
-query directly when its flag in ``FEATURES`` is on (``run.py --pqindex-features``):
+``first``). Each answers the query as it was answered before the feature existed, and with
+the feature when its flag in ``FEATURES`` is on (``run.py --pqindex-features``):
 
 - ``has_token``: ``has_token(message, 'x')`` in ``where`` instead of
   ``regexp_matches(message, '\\bx\\b')``;
@@ -42,7 +42,7 @@ class PqResult:
 
 
 # ---------------------------------------------------------------------------------------------
-# pqindex adapters: today's API, or the one a flag switches on.
+# pqindex adapters: the query without a feature, or with the one a flag switches on.
 
 
 def select(source: str, where: str) -> PqResult:
@@ -63,8 +63,8 @@ def token_predicate(column: str, token: str) -> str:
 
 
 def newest(source: str, where: str, column: str, k: int) -> PqResult:
-    """``WHERE where ORDER BY column DESC LIMIT k``. Today: every match is read, then
-    sorted in Python."""
+    """``WHERE where ORDER BY column DESC LIMIT k``: top-k with ``top_k``, else every match
+    read, then sorted in Python."""
     import pqindex
 
     if FEATURES["top_k"]:
@@ -83,8 +83,8 @@ FIRST_BATCH_ROWS = 1024
 
 
 def first(source: str, where: str, n: int) -> PqResult:
-    """``WHERE where LIMIT n``. Today: the Arrow stream, in small batches, is read until it
-    has n rows, then closed."""
+    """``WHERE where LIMIT n``: ``limit=`` with ``limit``, else the Arrow stream, in small
+    batches, read until it has n rows, then closed."""
     import pqindex
 
     if FEATURES["limit"]:
