@@ -136,6 +136,26 @@ def test_a_range_reads_only_its_pages(s3: S3Server, sorted_file: tuple[str, Path
     assert scan.metrics()["bytes_read"] < os.path.getsize(local) / 2
 
 
+def test_scans_from_asyncio(s3: S3Server, sorted_file: tuple[str, Path]) -> None:
+    """Called from a coroutine on an event loop's thread and from the loop's worker threads
+    (as async applications call blocking libraries), the object-store reads run on
+    pqindex's own I/O runtime and return the same rows."""
+    import asyncio
+
+    url, _ = sorted_file
+
+    def read() -> int:
+        where = "id BETWEEN 10 AND 19"
+        return pqindex.scan(url, where=where, storage_options=s3.options()).to_arrow().num_rows
+
+    async def both() -> list[int]:
+        on_loop = read()
+        in_threads = await asyncio.gather(*(asyncio.to_thread(read) for _ in range(3)))
+        return [on_loop, *in_threads]
+
+    assert asyncio.run(both()) == [10, 10, 10, 10]
+
+
 def test_s3a_urls_and_single_objects(s3: S3Server, sorted_file: tuple[str, Path]) -> None:
     opts = s3.options()
     one = f"s3a://{BUCKET}/sorted/part-0.parquet"

@@ -452,9 +452,22 @@ fn runtime() -> Arc<tokio::runtime::Runtime> {
     }
 }
 
-/// Run `f` on the I/O runtime and wait for it.
-pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    runtime().block_on(f)
+/// Run `f` on the I/O runtime and wait for it. A caller on a thread of another tokio
+/// runtime (an async engine embedding pqindex) cannot block on a runtime there (tokio
+/// panics), so the wait moves to a thread of its own.
+pub fn block_on<F>(f: F) -> F::Output
+where
+    F: std::future::Future + Send,
+    F::Output: Send,
+{
+    if tokio::runtime::Handle::try_current().is_err() {
+        return runtime().block_on(f);
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| runtime().block_on(f))
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
 }
 
 /// A body that failed after a success status (object_store resumes it, and can give up
@@ -1056,6 +1069,36 @@ pub fn scratch_dir() -> Result<tempfile::TempDir> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waits_on_io_from_inside_another_runtime() {
+        // An async engine calling the core from its own runtime, both flavours.
+        let io = async {
+            tokio::task::yield_now().await;
+            7
+        };
+        assert_eq!(block_on(io), 7);
+        let current = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        assert_eq!(current.block_on(async { block_on(async { 8 }) }), 8);
+        let multi = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let got = multi.block_on(async {
+            tokio::spawn(async {
+                block_on(async {
+                    tokio::task::yield_now().await;
+                    9
+                })
+            })
+            .await
+            .unwrap()
+        });
+        assert_eq!(got, 9);
+    }
 
     #[test]
     fn tells_urls_from_paths() {
