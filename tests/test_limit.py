@@ -87,7 +87,8 @@ def test_an_unselective_limit_reads_little(tmp_path: Path) -> None:
     assert m["rows_scanned"] <= 2_000, m
     # The footer, and the first pages of each column with their dictionaries.
     assert m["bytes_read"] * 5 < whole["bytes_read"], (m, whole)
-    assert m["units_read"] == 1, m
+    # The first piece holds the rows: the stream stops, maybe before its unit is counted.
+    assert m["units_read"] <= 1, m
 
 
 def test_row_groups_every_row_of_which_matches_come_first(path: str) -> None:

