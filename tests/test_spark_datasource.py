@@ -263,6 +263,25 @@ def test_order_by_and_limit_options(spark: Any, dataset: str) -> None:
         assert [r.k for r in df.collect()] == [r.k for r in want.limit(6).collect()], order
     with pytest.raises(Exception, match="needs a limit"):
         spark.read.format("pqindex").option("order_by", "k").load(dataset).collect()
+    with pytest.raises(Exception, match="leaves out"):
+        reader = spark.read.format("pqindex").option("columns", "s").option("limit", "3")
+        reader.option("order_by", "k").load(dataset).collect()
+    with pytest.raises(Exception, match="order_by option is not JSON"):
+        reader = spark.read.format("pqindex").option("limit", "3")
+        reader.option("order_by", '["k"').load(dataset).collect()
+
+
+def test_bad_option_values_are_typed_errors() -> None:
+    import pqindex
+
+    for options in (
+        {"order_by": '["k"'},
+        {"columns": '["a", 1'},
+        {"columns": "[1] x"},
+        {"order_by": "[]"},
+    ):
+        with pytest.raises(pqindex.InvalidArgumentError):
+            _datasource.settings({"path": "x", "limit": "1", **options})
 
 
 def test_now_reaches_the_read(spark: Any, dataset: str) -> None:

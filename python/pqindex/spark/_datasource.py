@@ -253,6 +253,19 @@ def condition(text: str | None) -> str | dict[str, Any] | None:
     return text
 
 
+def option_json(key: str, text: str) -> list[Any]:
+    """The JSON list an option holds; ``InvalidArgumentError`` for anything else."""
+    import pqindex
+
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise pqindex.InvalidArgumentError(f"the {key} option is not JSON: {error}") from error
+    if not isinstance(value, list):
+        raise pqindex.InvalidArgumentError(f"the {key} option's JSON must be a list")
+    return value
+
+
 def order_list(text: str | None) -> list[tuple[str, bool]] | None:
     """The ``order_by`` option: ``"ts desc, k"``, or a JSON list of names and
     ``[name, "asc" | "desc"]`` pairs."""
@@ -261,7 +274,7 @@ def order_list(text: str | None) -> list[tuple[str, bool]] | None:
     if text is None or not text.strip():
         return None
     if text.lstrip().startswith("["):
-        items = [tuple(i) if isinstance(i, list) else i for i in json.loads(text)]
+        items = [tuple(i) if isinstance(i, list) else i for i in option_json("order_by", text)]
         return order_keys(items)
     return order_keys([part for part in text.split(",") if part.strip()])
 
@@ -271,7 +284,7 @@ def column_list(text: str | None) -> list[str] | None:
     if text is None or not text.strip():
         return None
     if text.lstrip().startswith("["):
-        names = json.loads(text)
+        names = option_json("columns", text)
         return [str(n) for n in names]
     return [c.strip() for c in text.split(",") if c.strip()]
 
@@ -463,13 +476,8 @@ class _Reader(DataSourceReader):
             limit=s.limit,
             order_by=s.order_by,
         )
-        left = s.limit
+        # The core stops at the limit itself.
         for batch in pa.RecordBatchReader.from_stream(scan):
-            if left is not None:
-                if left <= 0:
-                    break
-                batch = batch.slice(0, left)
-                left -= batch.num_rows
             yield conform(batch, target)
 
 
