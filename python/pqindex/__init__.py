@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING
 
 from pqindex._aggregate import aggregate
 from pqindex._errors import (
+    EncryptedFileError,
     FileChangedError,
     IndexWarning,
     InvalidArgumentError,
@@ -64,6 +65,7 @@ __all__ = [
     "SourceError",
     "StorageError",
     "UnsupportedError",
+    "EncryptedFileError",
     "__version__",
     "add_indexes",
     "aggregate",

@@ -17,6 +17,11 @@ class InvalidFileError(PqindexError, ValueError):
     """A file is not Parquet, or its footer, page index or bloom filter is damaged."""
 
 
+class EncryptedFileError(PqindexError, ValueError):
+    """A file is encrypted (Parquet modular encryption) and ``decryption=`` gives no keys
+    for it, or keys that do not decrypt it."""
+
+
 class InvalidIndexError(InvalidFileError):
     """An embedded index is damaged, truncated or of a version this pqindex does not read."""
 

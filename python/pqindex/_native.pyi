@@ -2,7 +2,7 @@
 
 from collections.abc import Callable, Mapping, Sequence
 from os import PathLike
-from typing import Any, Literal, Protocol, final
+from typing import Any, Literal, Protocol, TypedDict, final
 
 class _ArrowStream(Protocol):
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
@@ -21,6 +21,15 @@ StorageOptions = Mapping[str, str | int | float | bool]
 Where = str | dict[str, Any]
 # Who decodes pages: pqindex's decoders, or the parquet crate's stock reader alone.
 Decode = Literal["pqindex", "stock"]
+
+class Decryption(TypedDict, total=False):
+    """Keys of files under Parquet modular encryption (``docs/encryption.md``)."""
+
+    footer_key: bytes
+    column_keys: Mapping[str, bytes]
+    aad_prefix: bytes
+    key_retriever: Callable[[bytes], bytes]
+    verify_footer: bool
 
 __version__: str
 #: A scan's counter names, in the order ``Scan.metrics()`` gives them.
@@ -191,6 +200,7 @@ def scan(
     decode: Decode | None = None,
     limit: int | None = None,
     order_by: Sequence[tuple[str, bool]] | None = None,
+    decryption: Decryption | None = None,
 ) -> Scan: ...
 def scan_table(
     files: _ArrowStream | _ArrowArray | None,
@@ -245,7 +255,11 @@ def read_ahead() -> int:
     ``set_read_ahead``, else ``PQINDEX_READ_AHEAD`` from the environment, else 256 MiB."""
 
 def read_metadata(
-    path: StrPath, *, page_index: bool = True, storage_options: StorageOptions | None = None
+    path: StrPath,
+    *,
+    page_index: bool = True,
+    storage_options: StorageOptions | None = None,
+    decryption: Decryption | None = None,
 ) -> FileMetadata: ...
 def write(
     data: _ArrowStream | _ArrowArray,

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pqindex import _native
-from pqindex._errors import InvalidArgumentError
+from pqindex._errors import InvalidArgumentError, UnsupportedError
 from pqindex._keys import key_columns, key_table
 
 if TYPE_CHECKING:
-    from pqindex._native import Decode, Scan, StorageOptions, Where
+    from pqindex._native import Decode, Decryption, Scan, StorageOptions, Where
 
 
 def timestamp_ms(value: Any) -> int | None:
@@ -97,6 +97,7 @@ def scan(
     decode: Decode | None = None,
     limit: int | None = None,
     order_by: OrderBy | None = None,
+    decryption: Decryption | None = None,
 ) -> Scan:
     """Plan a scan of ``source``, pruning with ``where`` (SQL as DuckDB reads it).
 
@@ -136,6 +137,12 @@ def scan(
     in DuckDB: a column name, ``"ts desc"``, or a list of names and ``(name, "desc")``
     pairs. Only the row groups whose statistics can hold one of those rows are read; the
     order columns must be among ``columns``.
+
+    ``decryption`` reads files under Parquet modular encryption: a dict with the
+    ``footer_key`` and ``column_keys`` (by column path) as bytes, or a ``key_retriever``
+    called with the key metadata a file stores and returning its key, and an
+    ``aad_prefix`` where the file does not store its own (``docs/encryption.md``). Without
+    it an encrypted file raises :class:`EncryptedFileError`.
     """
     order = order_keys(order_by)
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
@@ -147,6 +154,8 @@ def scan(
         raise InvalidArgumentError("keys and on go together")
     key_data = None if keys is None or on_columns is None else key_table(keys, on_columns)
     if _iceberg.is_table(source):
+        if decryption is not None:
+            raise UnsupportedError("decryption= applies to Parquet files and Delta tables")
         if version is not None:
             raise InvalidArgumentError("an Iceberg table takes snapshot_id, not version")
         planned: Scan = _iceberg.scan(
@@ -186,4 +195,5 @@ def scan(
         decode=decode,
         limit=limit,
         order_by=order,
+        decryption=decryption,
     )

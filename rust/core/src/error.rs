@@ -15,6 +15,11 @@ pub enum Error {
     #[error("{path}: {reason}")]
     InvalidFile { path: String, reason: String },
 
+    /// The file is encrypted (Parquet modular encryption) and the keys it needs were not
+    /// given, or do not decrypt it.
+    #[error("{path}: {reason}")]
+    Encrypted { path: String, reason: String },
+
     /// An embedded index is damaged, truncated or of a version this code does not read.
     /// Readers skip such an index and stay correct; writers refuse to build on it.
     #[error("embedded index: {0}")]
@@ -113,6 +118,10 @@ impl Error {
             Error::FileChanged { path, what } => Error::FileChanged {
                 path: named(path),
                 what,
+            },
+            Error::Encrypted { path, reason } => Error::Encrypted {
+                path: named(path),
+                reason,
             },
             Error::Io { path, source } => Error::Io {
                 path: named(path),

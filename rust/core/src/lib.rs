@@ -62,6 +62,7 @@ pub use index::registry::kinds as index_kinds;
 pub use index::rewrite::{list_indexes, AppendReport, RewriteMode};
 pub use index::spec::IndexSpec;
 pub use index::verify::{verify, Checked};
+pub use metadata::encryption::{Decryption, FileDecryptionProperties, KeyRetriever};
 pub use metadata::{global_cache, read_metadata, CacheInfo, FileFooter, MetadataCache};
 pub use source::list_source;
 pub use source::listing::forget_kept as forget_kept_listings;

@@ -14,6 +14,7 @@ fn class_name(e: &Error) -> &'static str {
     match e {
         Error::NotFound { .. } => "NotFoundError",
         Error::InvalidFile { .. } => "InvalidFileError",
+        Error::Encrypted { .. } => "EncryptedFileError",
         Error::InvalidIndex(_) => "InvalidIndexError",
         Error::Predicate(_) => "PredicateError",
         Error::Unsupported(_) => "UnsupportedError",

@@ -5,6 +5,7 @@ mod allocator;
 mod arrow_stream;
 mod catalog;
 mod condition;
+mod decryption;
 mod error;
 mod index;
 mod metadata;

@@ -154,12 +154,13 @@ impl PyFileMetadata {
 /// Read the footer of `path`, and its page index unless `page_index` is false, through the
 /// metadata cache.
 #[pyfunction]
-#[pyo3(signature = (path, *, page_index=true, storage_options=None))]
+#[pyo3(signature = (path, *, page_index=true, storage_options=None, decryption=None))]
 pub fn read_metadata(
     py: Python<'_>,
     path: crate::source::Source,
     page_index: bool,
     storage_options: Option<crate::source::StorageOptions>,
+    decryption: Option<crate::decryption::DecryptionArg>,
 ) -> PyResult<PyFileMetadata> {
     crate::source::configure_storage(&path.0, storage_options.as_ref())?;
     let [path]: [String; 1] = path
@@ -167,8 +168,9 @@ pub fn read_metadata(
         .try_into()
         .map_err(|_| pyo3::exceptions::PyTypeError::new_err("read_metadata takes one path"))?;
     let p = path.clone();
-    let footer = run_blocking(py, move |_| {
-        pqindex_core::read_metadata(&p, page_index, global_cache())
+    let footer = run_blocking(py, move |_| match decryption {
+        Some(d) => pqindex_core::read_metadata(&p, page_index, &d.cache()),
+        None => pqindex_core::read_metadata(&p, page_index, global_cache()),
     })?
     .py()?;
     Ok(PyFileMetadata {

@@ -248,7 +248,7 @@ pub fn read_units(
 /// Plan a scan of `source` (loose Parquet files, or a Delta table's directory at
 /// `version` or as of `timestamp_ms`), pruning with `where`.
 #[pyfunction]
-#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None, version=None, timestamp_ms=None, keys=None, on=None, read_ahead=None, string_view=false, decode=None, limit=None, order_by=None))]
+#[pyo3(signature = (source, r#where=None, columns=None, batch_size=65536, threads=None, *, catalog=true, storage_options=None, version=None, timestamp_ms=None, keys=None, on=None, read_ahead=None, string_view=false, decode=None, limit=None, order_by=None, decryption=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn scan(
     py: Python<'_>,
@@ -268,6 +268,7 @@ pub fn scan(
     decode: Option<String>,
     limit: Option<u64>,
     order_by: Option<Vec<(String, bool)>>,
+    decryption: Option<crate::decryption::DecryptionArg>,
 ) -> PyResult<PyScan> {
     configure_storage(&source.0, storage_options.as_ref())?;
     let keys = key_spec(keys, on)?;
@@ -280,7 +281,8 @@ pub fn scan(
         batch_size,
         threads: threads.unwrap_or_else(pqindex_core::default_threads),
         now_ns: None,
-        ignore_catalog: !catalog,
+        // A catalog holds plaintext footers, which an encrypted file cannot have.
+        ignore_catalog: !catalog || decryption.is_some(),
         table: TableOptions {
             version,
             timestamp_ms,
@@ -291,8 +293,9 @@ pub fn scan(
         string_view,
     };
     let paths = source.0;
-    let planned = run_blocking(py, move |cancel| {
-        Scan::plan(&paths, &opts, global_cache(), cancel)
+    let planned = run_blocking(py, move |cancel| match decryption {
+        Some(d) => Scan::plan(&paths, &opts, &d.cache(), cancel),
+        None => Scan::plan(&paths, &opts, global_cache(), cancel),
     })?
     .py()?;
     warn_skipped_indexes(py, planned.warnings())?;

@@ -41,6 +41,10 @@ pub fn build_indexes_until(
         .map(|(_, s)| s)
         .collect();
     let identity = FileIdentity::stat(path)?;
+    let file = crate::io::StorageFile::open(path, std::sync::Arc::new(Default::default()))?;
+    crate::metadata::global_cache()
+        .get(&file, false)
+        .map_err(refused)?;
     let mut columns: Vec<&str> = specs.iter().map(|s| s.column.as_str()).collect();
     columns.sort_unstable();
     columns.dedup();
@@ -91,14 +95,26 @@ pub fn add_indexes_with(
         in_place_is_local(path, mode)?;
         let obj = crate::io::object::locate(path)?;
         return obj.rewrite(|local| {
-            let (identity, new) = build_indexes_until(local, specs, cancel)?;
+            let (identity, new) = build_indexes_until(local, specs, cancel).map_err(refused)?;
             rewrite_indexes_with(local, new, &|_| false, Some(&identity), mode, cancel)
                 .map(|r| r.named(local, path))
         });
     }
     let _lock = writer_lock::lock(path, cancel)?;
-    let (identity, new) = build_indexes_until(path, specs, cancel)?;
+    let (identity, new) = build_indexes_until(path, specs, cancel).map_err(refused)?;
     rewrite_indexes_with(path, new, &|_| false, Some(&identity), mode, cancel)
+}
+
+/// An encrypted file cannot take embedded indexes: its footer would have to be encrypted
+/// again, with keys the writer does not hold.
+fn refused(e: Error) -> Error {
+    match e {
+        Error::Encrypted { path, .. } => Error::unsupported(format!(
+            "{path}: embedded indexes cannot be added to an encrypted file (its footer would \
+             have to be encrypted again)"
+        )),
+        other => other,
+    }
 }
 
 /// Remove the indexes for which `drop` is true.

@@ -11,7 +11,8 @@ use parquet::file::metadata::ParquetMetaData;
 
 use crate::error::Result;
 use crate::io::{FileIdentity, StorageFile};
-use crate::metadata::footer::{load_page_index, read_footer};
+use crate::metadata::encryption::Decryption;
+use crate::metadata::footer::{load_page_index_with, read_footer_with};
 
 pub const DEFAULT_CAPACITY: usize = 256 * 1024 * 1024;
 
@@ -32,6 +33,9 @@ struct State {
 
 pub struct MetadataCache {
     state: Mutex<State>,
+    /// Keys for encrypted files. Only a cache of its own, made for the calls that were
+    /// given the keys, holds them and what they decrypt; the process-wide one has none.
+    decryption: Option<Decryption>,
 }
 
 /// Counters of a cache, for users and tests.
@@ -92,7 +96,21 @@ impl MetadataCache {
                 hits: 0,
                 misses: 0,
             }),
+            decryption: None,
         }
+    }
+
+    /// A cache that decrypts encrypted files with `decryption`, for the calls given it.
+    pub fn decrypting(capacity: usize, decryption: Decryption) -> Self {
+        MetadataCache {
+            decryption: Some(decryption),
+            ..Self::new(capacity)
+        }
+    }
+
+    /// The keys this cache decrypts with.
+    pub fn decryption(&self) -> Option<&Decryption> {
+        self.decryption.as_ref()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -134,7 +152,7 @@ impl MetadataCache {
                 outcome.footer_hit = true;
                 (md, has_index)
             }
-            None => (Arc::new(read_footer(file)?), false),
+            None => (Arc::new(read_footer_with(file, self.decryption())?), false),
         };
         // On an object store the footer's tail read usually holds the page index too:
         // parsing it now costs no request, and saves a round trip when planning wants it.
@@ -147,7 +165,10 @@ impl MetadataCache {
         let (metadata, has_index) = if page_index && !has_index {
             outcome.page_index_loaded = true;
             let footer = Arc::unwrap_or_clone(metadata);
-            (Arc::new(load_page_index(file, footer)?), true)
+            (
+                Arc::new(load_page_index_with(file, footer, self.decryption())?),
+                true,
+            )
         } else {
             (metadata, has_index)
         };

@@ -15,6 +15,10 @@ use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataR
 
 use crate::error::{panic_message, Error, Result};
 use crate::io::StorageFile;
+use crate::metadata::encryption::{
+    is_decryption_failure, is_encrypted, keys_needed, not_decrypted, Decryption,
+    ENCRYPTED_FOOTER_MAGIC,
+};
 use crate::metadata::page_index::{checked_range, offset_index_ranges, page_index_ranges};
 use crate::metadata::reserved_counts::{footer_counts, offset_index_counts};
 use crate::metadata::thrift_lists::{repaired, Kind};
@@ -37,6 +41,15 @@ pub fn footer_start(file: &StorageFile) -> Result<u64> {
 
 /// Read and parse the footer of `file` (without the page index).
 pub fn read_footer(file: &StorageFile) -> Result<ParquetMetaData> {
+    read_footer_with(file, None)
+}
+
+/// [`read_footer`], decrypting an encrypted file's footer and column metadata with
+/// `decryption`; an encrypted file without it is an [`Error::Encrypted`].
+pub fn read_footer_with(
+    file: &StorageFile,
+    decryption: Option<&Decryption>,
+) -> Result<ParquetMetaData> {
     let path = file.path();
     let size = file.identity().size;
     if size < 12 {
@@ -51,12 +64,11 @@ pub fn read_footer(file: &StorageFile) -> Result<ParquetMetaData> {
     let tail = file.read_range(size - tail_len, tail_len as usize)?;
     file.keep([(size - tail_len, tail.clone())]);
     let end = &tail[tail.len() - 8..];
-    if &end[4..] != MAGIC {
-        if &end[4..] == b"PARE" {
-            return Err(Error::unsupported(format!(
-                "{path}: encrypted Parquet files are not supported"
-            )));
-        }
+    let encrypted_footer = &end[4..] == ENCRYPTED_FOOTER_MAGIC;
+    if encrypted_footer && decryption.is_none() {
+        return Err(keys_needed(path, true));
+    }
+    if &end[4..] != MAGIC && !encrypted_footer {
         return Err(Error::invalid_file(
             path,
             "not a Parquet file: it does not end with the PAR1 magic",
@@ -81,14 +93,45 @@ pub fn read_footer(file: &StorageFile) -> Result<ParquetMetaData> {
     } else {
         file.read_range(size - needed, needed as usize)?
     };
+    if encrypted_footer {
+        // Ciphertext cannot be walked; what decrypts is authenticated by the footer key.
+        let md = catch_unwind(AssertUnwindSafe(|| {
+            let mut reader =
+                ParquetMetaDataReader::new().with_decryption_properties(decryption.cloned());
+            reader.try_parse_sized(&buf, size)?;
+            reader.finish()
+        }))
+        .map_err(|panic| {
+            Error::invalid_file(
+                path,
+                format!("corrupt metadata: {}", panic_message(&*panic)),
+            )
+        })?
+        .map_err(|e| not_decrypted(path, &e))?;
+        return Ok(md);
+    }
     footer_counts(&buf[..footer_len as usize])
         .map_err(|e| Error::invalid_file(path, format!("corrupt metadata: {e}")))?;
     let parse = |buf: &Bytes| {
-        guarded(path, || {
-            let mut reader = ParquetMetaDataReader::new();
+        let parsed = catch_unwind(AssertUnwindSafe(|| {
+            let mut reader =
+                ParquetMetaDataReader::new().with_decryption_properties(decryption.cloned());
             reader.try_parse_sized(buf, size)?;
             reader.finish()
-        })
+        }));
+        match parsed {
+            // A plaintext footer of a file with encrypted columns: the crate needs keys
+            // to read their metadata.
+            Ok(Err(e)) if is_decryption_failure(&e) => Err(match decryption {
+                None => keys_needed(path, false),
+                Some(_) => not_decrypted(path, &e),
+            }),
+            Ok(r) => guarded(path, || r),
+            Err(panic) => Err(Error::invalid_file(
+                path,
+                format!("corrupt metadata: {}", panic_message(&*panic)),
+            )),
+        }
     };
     let md = match parse(&buf) {
         Ok(md) => Ok(md),
@@ -101,6 +144,13 @@ pub fn read_footer(file: &StorageFile) -> Result<ParquetMetaData> {
             None => Err(e),
         },
     }?;
+    if is_encrypted(&md) {
+        if decryption.is_none() {
+            return Err(keys_needed(path, false));
+        }
+        // Mending reads page headers, which are ciphertext here.
+        return Ok(md);
+    }
     crate::metadata::mend::mended(file, md)
 }
 
@@ -204,17 +254,45 @@ fn offset_indexes_fit(metadata: &ParquetMetaData, bytes: &[u8], start: u64) -> R
 /// It takes the footer by value: a deep copy of a wide footer costs a fifth of the index
 /// load itself.
 pub fn load_page_index(file: &StorageFile, metadata: ParquetMetaData) -> Result<ParquetMetaData> {
+    load_page_index_with(file, metadata, None)
+}
+
+/// [`load_page_index`] of a file whose page index may be encrypted, with its keys.
+pub fn load_page_index_with(
+    file: &StorageFile,
+    metadata: ParquetMetaData,
+    decryption: Option<&Decryption>,
+) -> Result<ParquetMetaData> {
     let path = file.path();
-    check_page_index(file, &metadata)?;
-    let patched = repaired_page_index(file, &metadata);
-    let md = guarded(path, || {
+    let encrypted = is_encrypted(&metadata);
+    // An encrypted page index is ciphertext to pqindex's walk and repair; the crate
+    // decrypts and authenticates it.
+    let patched = if encrypted {
+        None
+    } else {
+        check_page_index(file, &metadata)?;
+        repaired_page_index(file, &metadata)
+    };
+    // The crate decrypts every column's page index or none: without the key of some
+    // column the file is planned without a page index (evidence lost, never rows).
+    let without_index = encrypted.then(|| metadata.clone());
+    let loaded = catch_unwind(AssertUnwindSafe(|| {
         let mut reader = ParquetMetaDataReader::new_with_metadata(metadata)
-            .with_page_index_policy(PageIndexPolicy::Optional);
+            .with_page_index_policy(PageIndexPolicy::Optional)
+            .with_decryption_properties(decryption.cloned());
         match &patched {
             Some(p) => reader.read_page_indexes(p)?,
             None => reader.read_page_indexes(file)?,
         }
         reader.finish()
+    }));
+    let loaded = match (loaded, without_index) {
+        (Ok(Err(e)), Some(md)) if is_decryption_failure(&e) => return Ok(md),
+        (loaded, _) => loaded,
+    };
+    let md = guarded(path, || match loaded {
+        Ok(r) => r,
+        Err(panic) => std::panic::resume_unwind(panic),
     })
     .map_err(|e| match e {
         Error::InvalidFile { path, reason } => Error::InvalidFile {

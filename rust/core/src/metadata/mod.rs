@@ -6,6 +6,7 @@ pub mod bloom_filter;
 pub mod bloom_header;
 pub mod cache;
 pub mod dictionary_page;
+pub mod encryption;
 pub mod footer;
 pub mod footer_splice;
 pub mod mend;

@@ -75,6 +75,10 @@ impl Evidence for ParquetBlooms<'_> {
             return Ok(None);
         }
         let chunk = self.md.row_group(rg).column(leaf_idx);
+        // An encrypted column's filter is ciphertext; it is not consulted.
+        if chunk.crypto_metadata().is_some() {
+            return Ok(None);
+        }
         let filter = match self.filters.entry((rg, leaf_idx)) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
@@ -128,6 +132,7 @@ impl Evidence for ParquetBlooms<'_> {
                     .row_groups()
                     .get(rg)
                     .and_then(|g| g.columns().get(leaf))
+                    .filter(|c| c.crypto_metadata().is_none())
                 {
                     out.extend(checked_range(
                         chunk.bloom_filter_offset(),

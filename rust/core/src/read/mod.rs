@@ -178,7 +178,10 @@ pub fn read_unit(
     metrics: &Arc<Metrics>,
     shared: Option<&Arc<SharedPages>>,
 ) -> Result<Box<dyn Iterator<Item = Result<RecordBatch>> + Send + 'static>> {
-    if shape.decoding == Decoding::Stock {
+    // Pages of an encrypted file are ciphertext to pqindex's own decoders and probes.
+    if shape.decoding == Decoding::Stock
+        || crate::metadata::encryption::is_encrypted(unit.file.reader_metadata.metadata())
+    {
         return stock::read_unit(unit, shape, io, metrics);
     }
     let planned = &unit.file;

@@ -23,6 +23,7 @@ use parquet::arrow::ProjectionMask;
 
 use crate::error::{Error, Result};
 use crate::io::IoStats;
+use crate::metadata::encryption::{classified, is_encrypted};
 use crate::plan::{Metrics, OutputShape, ScanUnit};
 use crate::predicate::eval;
 
@@ -83,12 +84,15 @@ pub(super) fn read_unit(
             .collect();
         builder = builder.with_row_filter(RowFilter::new(predicates));
     }
-    let reader = builder.build().map_err(|e| Error::from(e).in_file(&path))?;
+    let encrypted = is_encrypted(&md);
+    let reader = builder
+        .build()
+        .map_err(|e| classified(Error::from(e).in_file(&path)))?;
     let batches: batches::Batches = (
         arrow_array::RecordBatchReader::schema(&reader),
         Box::new(reader),
     );
-    Ok(shaped(
+    let out = shaped(
         planned,
         shape,
         batches,
@@ -98,5 +102,10 @@ pub(super) fn read_unit(
             offsets,
             metrics: metrics.clone(),
         },
-    ))
+    );
+    Ok(if encrypted {
+        Box::new(out.map(|b| b.map_err(classified)))
+    } else {
+        out
+    })
 }
